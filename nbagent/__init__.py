@@ -1,0 +1,62 @@
+"""nbagent: let an LLM call your kernel's Python functions and show its work inline.
+
+``import nbagent`` stays light: pandas, IPython, ipywidgets and provider modules
+are imported only when used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .agent import Agent
+from .errors import ConfigError, NbAgentError, ProviderError, ToolError
+from .events import (
+    Event,
+    RoundFinished,
+    RunFinished,
+    RunStarted,
+    Status,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .loop import RunResult
+from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, ToolSpec, Usage
+from .tools import REGISTRY, Tool, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "REGISTRY",
+    "Agent",
+    "ConfigError",
+    "Conversation",
+    "Event",
+    "Message",
+    "NbAgentError",
+    "ProviderError",
+    "RoundFinished",
+    "RunFinished",
+    "RunResult",
+    "RunStarted",
+    "Status",
+    "TextDelta",
+    "Tool",
+    "ToolCall",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolError",
+    "ToolResult",
+    "ToolRound",
+    "ToolSpec",
+    "Usage",
+    "load_ipython_extension",
+    "tool",
+]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext nbagent``: register ``%%agent`` and ``%agent`` (imports IPython lazily)."""
+    from .magic import register
+
+    register(ipython)

@@ -1,0 +1,61 @@
+"""Run events: the one stream that renderers, storage and tests consume."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .messages import ToolCall, ToolResult, ToolRound
+
+if TYPE_CHECKING:
+    from .agent import RunResult
+
+
+@dataclass
+class RunStarted:
+    prompt: str
+    model: str
+    conversation_id: str
+
+
+@dataclass
+class Status:
+    """A one-line status for humans: "Analyzing request…", "Using Weather Lookup…"."""
+
+    text: str
+
+
+@dataclass
+class TextDelta:
+    """Model text as it streams. ``round_index`` is the 0-based request number."""
+
+    text: str
+    round_index: int
+
+
+@dataclass
+class ToolCallStarted:
+    call: ToolCall
+    round_index: int
+
+
+@dataclass
+class ToolCallFinished:
+    result: ToolResult
+    round_index: int
+
+
+@dataclass
+class RoundFinished:
+    """A tool round is complete: every call has its result."""
+
+    round: ToolRound
+    round_index: int
+
+
+@dataclass
+class RunFinished:
+    result: RunResult
+
+
+Event = RunStarted | Status | TextDelta | ToolCallStarted | ToolCallFinished | RoundFinished | RunFinished

@@ -1,0 +1,95 @@
+"""The provider protocol: what every adapter implements.
+
+An adapter does two jobs only: encode a :class:`ModelRequest` into its API's
+request, and decode the response (streamed or not) into :data:`ProviderEvent`
+values. HTTP, SSE/NDJSON framing, retries and error mapping live in ``_http.py``.
+
+Expanding the compact history (see ``nbagent.messages``) into the wire format is
+the adapter's job: for each assistant message, per round: the optional partial
+text, the assistant turn with the calls, then the results in that API's form;
+then the final text. ``ModelRequest.messages`` may end with an *in-progress*
+assistant message (``content == ""``, rounds so far) while a run is going on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..messages import Message, ToolCall, ToolSpec, Usage
+
+
+@dataclass
+class ModelRequest:
+    """Everything an adapter needs for one model request."""
+
+    system: str | None
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: Literal["auto", "none"] = "auto"
+    """"none" forbids tool calls (the forced final answer). Adapters keep ``tools``
+    in the request and set the API's "none" choice; Ollama, which has none, omits tools."""
+    final_instruction: str | None = None
+    """Extra user text appended after the last tool results (the forced-final-answer
+    prompt). Adapters place it where their API allows (e.g. a text block in the same
+    Anthropic user message as the tool_result blocks)."""
+    stream: bool = True
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Provider-specific request fields merged into the body as-is."""
+
+
+@dataclass
+class TextChunk:
+    """A piece of answer text, in arrival order."""
+
+    text: str
+
+
+@dataclass
+class ToolCallReady:
+    """A complete tool call (arguments fully received). Never emitted half-way."""
+
+    call: ToolCall
+
+
+@dataclass
+class UsageReport:
+    """Token usage of this request. Later reports replace earlier ones (cumulative)."""
+
+    usage: Usage
+
+
+@dataclass
+class Finished:
+    """The response ended normally."""
+
+    stop_reason: str | None = None
+    """The provider's own stop value, for logs only; tool calls are detected from
+    ``ToolCallReady`` events, never from this."""
+    provider_data: dict[str, Any] | None = None
+    """Opaque fields of this assistant turn to echo back next time (Anthropic thinking
+    blocks with signatures, ...). Stored on the ToolRound / Message."""
+
+
+ProviderEvent = TextChunk | ToolCallReady | UsageReport | Finished
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model behind some API.
+
+    ``stream`` yields events for one request and ends with exactly one
+    :class:`Finished`, or raises :class:`nbagent.errors.ProviderError`. It must
+    produce the same events whether ``request.stream`` is true or false.
+    """
+
+    name: str
+    """Provider name as in the model string: "openai", "anthropic", ..."""
+    model: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]: ...
+
+    async def aclose(self) -> None: ...
