@@ -1,0 +1,1 @@
+"""Provider adapter tests (a package so helper modules import relatively)."""

@@ -1,0 +1,306 @@
+"""One loader for every recorded-traffic format in ``data/cassettes/README.md``.
+
+    from .cassettes import DATA, load_cassette, load_bodies
+
+    cassette = load_cassette(DATA / "llm/openai/test_tool_use_basic.yaml")
+    for interaction in cassette.interactions:
+        interaction.request      # RecordedRequest | None (None for raw Prism bodies)
+        interaction.response     # RecordedResponse: status, headers, body (decoded bytes)
+
+Formats (picked by extension and first line):
+
+* VCR.py YAML (``interactions: [{request: {uri, body}, response: {status: {code}}}]``),
+  including ``!!binary`` gzip bodies (decompressed here) and pydantic-ai's
+  ``parsed_body`` variant (re-serialised with ``json.dumps``);
+* go-vcr v2 YAML (``version: 2``, ``request.url``, ``response.code``);
+* HAR 1.2 JSON (``log.entries``);
+* httprr (``httprr trace v1``, byte counted; chunked bodies de-chunked);
+* raw response bodies (Prism ``.sse``/``.json``): one interaction, no request.
+  :func:`load_bodies` loads a numbered series (``-1``, ``-2``, ...) as one cassette.
+
+Bodies are always the bytes a client would see after HTTP decoding:
+``content-encoding`` and ``transfer-encoding`` headers are dropped accordingly.
+Header names are lower-cased.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+DATA = Path(__file__).parent / "data" / "cassettes"
+"""Root of the copied shared cassettes (``tests/providers/data/cassettes``)."""
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        """Path and query of the URL (``/v1/chat/completions?alt=sse``)."""
+        parts = urlsplit(self.url)
+        return parts.path + (f"?{parts.query}" if parts.query else "")
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+@dataclass
+class RecordedResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "")
+
+    @property
+    def is_stream(self) -> bool:
+        """True for SSE / NDJSON bodies (served chunked by the replay server)."""
+        ct = self.content_type
+        return "event-stream" in ct or "ndjson" in ct
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+
+@dataclass
+class Interaction:
+    request: RecordedRequest | None
+    response: RecordedResponse
+
+
+@dataclass
+class Cassette:
+    path: Path
+    format: str
+    """"vcr", "vcr-pydantic-ai", "go-vcr", "har", "httprr" or "raw"."""
+    interactions: list[Interaction] = field(default_factory=list)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        return [i.request for i in self.interactions if i.request is not None]
+
+    @property
+    def responses(self) -> list[RecordedResponse]:
+        return [i.response for i in self.interactions]
+
+
+def load_cassette(path: str | Path) -> Cassette:
+    """Load any supported cassette file (see module docstring)."""
+    path = Path(path)
+    raw = path.read_bytes()
+    if raw.startswith(b"httprr trace v1"):
+        return _load_httprr(path, raw)
+    if path.suffix == ".har":
+        return _load_har(path, json.loads(raw))
+    if path.suffix in (".yaml", ".yml"):
+        data = yaml.safe_load(raw)
+        if data.get("version") == 2:
+            return _load_go_vcr(path, data)
+        return _load_vcr(path, data)
+    return _load_raw(path, raw)
+
+
+def load_bodies(paths: list[str | Path], status: int = 200) -> Cassette:
+    """Raw response bodies of one conversation (Prism ``-1``, ``-2``...) as one cassette."""
+    cassette = Cassette(Path(paths[0]), "raw")
+    for path in paths:
+        cassette.interactions += _load_raw(Path(path), Path(path).read_bytes(), status).interactions
+    return cassette
+
+
+# --------------------------------------------------------------------------- formats
+
+
+def _headers(pairs: Any) -> dict[str, str]:
+    """Lower-cased header dict from a VCR map (name -> [values]) or a HAR list."""
+    out: dict[str, str] = {}
+    if isinstance(pairs, dict):
+        for name, value in pairs.items():
+            out[str(name).lower()] = (
+                ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+            )
+    elif isinstance(pairs, list):
+        for item in pairs:
+            out[str(item["name"]).lower()] = str(item["value"])
+    return out
+
+
+def _decoded(headers: dict[str, str], body: bytes) -> bytes:
+    """Undo gzip content-encoding (also detected from the magic bytes)."""
+    if headers.get("content-encoding", "").lower() == "gzip" or body[:2] == b"\x1f\x8b":
+        if body[:2] == b"\x1f\x8b":
+            body = gzip.decompress(body)
+        headers.pop("content-encoding", None)
+    headers.pop("content-length", None)
+    headers.pop("transfer-encoding", None)
+    return body
+
+
+def _as_bytes(value: Any) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return json.dumps(value).encode("utf-8")  # pydantic-ai parsed_body
+
+
+def _load_vcr(path: Path, data: dict[str, Any]) -> Cassette:
+    cassette = Cassette(path, "vcr")
+    for item in data.get("interactions", []):
+        req, resp = item["request"], item["response"]
+        if "parsed_body" in req or "parsed_body" in resp:
+            cassette.format = "vcr-pydantic-ai"
+        req_headers = _headers(req.get("headers"))
+        req_body = _as_bytes(req["parsed_body"] if "parsed_body" in req else req.get("body"))
+        request = RecordedRequest(req.get("method", "POST"), req["uri"], req_headers, req_body)
+        resp_headers = _headers(resp.get("headers"))
+        if "parsed_body" in resp:
+            body = _as_bytes(resp["parsed_body"])
+        else:
+            raw_body = resp.get("body")
+            body = _as_bytes(raw_body.get("string") if isinstance(raw_body, dict) else raw_body)
+        status = resp["status"]["code"] if isinstance(resp["status"], dict) else int(resp["status"])
+        response = RecordedResponse(int(status), resp_headers, _decoded(resp_headers, body))
+        cassette.interactions.append(Interaction(request, response))
+    return cassette
+
+
+def _load_go_vcr(path: Path, data: dict[str, Any]) -> Cassette:
+    cassette = Cassette(path, "go-vcr")
+    for item in data.get("interactions", []):
+        req, resp = item["request"], item["response"]
+        request = RecordedRequest(
+            req.get("method", "POST"),
+            req["url"],
+            _headers(req.get("headers")),
+            _as_bytes(req.get("body")),
+        )
+        headers = _headers(resp.get("headers"))
+        body = _decoded(headers, _as_bytes(resp.get("body")))
+        cassette.interactions.append(
+            Interaction(request, RecordedResponse(int(resp["code"]), headers, body))
+        )
+    return cassette
+
+
+def _load_har(path: Path, data: dict[str, Any]) -> Cassette:
+    cassette = Cassette(path, "har")
+    for entry in data["log"]["entries"]:
+        req, resp = entry["request"], entry["response"]
+        post = req.get("postData") or {}
+        request = RecordedRequest(
+            req["method"], req["url"], _headers(req.get("headers")), _as_bytes(post.get("text"))
+        )
+        headers = _headers(resp.get("headers"))
+        content = resp.get("content") or {}
+        body = _as_bytes(content.get("text"))
+        if content.get("encoding") == "base64":
+            import base64
+
+            body = base64.b64decode(body)
+        if content.get("mimeType") and "content-type" not in headers:
+            headers["content-type"] = content["mimeType"]
+        body = _decoded(headers, body)
+        cassette.interactions.append(
+            Interaction(request, RecordedResponse(int(resp["status"]), headers, body))
+        )
+    return cassette
+
+
+def _split_http(message: bytes) -> tuple[str, dict[str, str], bytes]:
+    """(start line, lower-cased headers, body) of a raw HTTP/1.1 message (CRLF or LF)."""
+    match = re.search(rb"\r?\n\r?\n", message)
+    if match is None:
+        head, body = message, b""
+    else:
+        head, body = message[: match.start()], message[match.end() :]
+    lines = head.decode("latin-1").splitlines()
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return lines[0] if lines else "", headers, body
+
+
+def _dechunk(body: bytes) -> bytes:
+    out = bytearray()
+    pos = 0
+    while True:
+        end = body.index(b"\n", pos)
+        size = int(body[pos:end].split(b";")[0].strip(), 16)
+        pos = end + 1
+        if size == 0:
+            return bytes(out)
+        out += body[pos : pos + size]
+        pos += size
+        if body[pos : pos + 2] == b"\r\n":
+            pos += 2
+        elif body[pos : pos + 1] == b"\n":
+            pos += 1
+
+
+def _load_httprr(path: Path, raw: bytes) -> Cassette:
+    cassette = Cassette(path, "httprr")
+    pos = raw.index(b"\n") + 1
+    while pos < len(raw):
+        end = raw.index(b"\n", pos)
+        n_req, n_resp = (int(x) for x in raw[pos:end].split())
+        pos = end + 1
+        req_bytes, pos = raw[pos : pos + n_req], pos + n_req
+        resp_bytes, pos = raw[pos : pos + n_resp], pos + n_resp
+        line, req_headers, req_body = _split_http(req_bytes)
+        method, url = line.split(" ")[:2]
+        status_line, headers, body = _split_http(resp_bytes)
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            body = _dechunk(body)
+        body = _decoded(headers, body)
+        request = RecordedRequest(method, url, req_headers, req_body)
+        cassette.interactions.append(
+            Interaction(request, RecordedResponse(int(status_line.split()[1]), headers, body))
+        )
+    return cassette
+
+
+def _load_raw(path: Path, raw: bytes, status: int = 200) -> Cassette:
+    """A bare body: NDJSON when several JSON lines, SSE when it has data: lines."""
+    text = raw.lstrip()
+    if text.startswith(b"data:") or text.startswith(b"event:"):
+        content_type = "text/event-stream"
+    elif _all_json_lines(raw) and (
+        path.suffix == ".sse" or "stream" in path.name or len(raw.strip().splitlines()) > 1
+    ):
+        content_type = "application/x-ndjson"
+    else:
+        content_type = "application/json"
+    response = RecordedResponse(status, {"content-type": content_type}, raw)
+    return Cassette(path, "raw", [Interaction(None, response)])
+
+
+def _all_json_lines(raw: bytes) -> bool:
+    try:
+        for line in raw.splitlines():
+            if line.strip():
+                json.loads(line)
+    except ValueError:
+        return False
+    return True

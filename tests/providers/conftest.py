@@ -1,0 +1,42 @@
+"""Fixtures for provider tests.
+
+* ``wire_server``: a fresh :class:`tests.providers.wire.WireServer` on 127.0.0.1
+  (scripted replies and/or a replayed cassette), closed after the test.
+* ``cassette_dir``: the root of the copied recordings (``data/cassettes``).
+
+Typical use from any adapter's tests::
+
+    from .cassettes import DATA, load_cassette
+    from .wire import Reply, replies_for
+
+    async def test_replay(wire_server):
+        cassette = load_cassette(DATA / "llm/openai/test_tool_use_basic.yaml")
+        wire_server.add(*replies_for(cassette))
+        agent = Agent("openai:gpt-4o-mini", base_url=wire_server.url + "/v1", api_key="k")
+        ...
+        assert wire_server.bodies()[1]["messages"][-1]["role"] == "tool"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .cassettes import DATA
+from .wire import WireServer
+
+
+@pytest.fixture
+def wire_server() -> Iterator[WireServer]:
+    server = WireServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def cassette_dir() -> Path:
+    return DATA
