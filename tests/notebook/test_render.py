@@ -1,0 +1,219 @@
+"""Rendering: panels, values, Markdown, twins, the live Transcript and XSS payloads."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pandas as pd
+import pytest
+from conftest import HtmlFacts, assert_inert
+
+from nbagent import Agent, RunResult, Tool, ToolCall, ToolResult, ToolRound, Usage
+from nbagent.events import RoundFinished, Status, TextDelta, ToolCallFinished, ToolCallStarted
+from nbagent.render import (
+    Transcript,
+    render_markdown,
+    render_result_html,
+    render_result_markdown,
+    render_result_text,
+    render_round_html,
+)
+from nbagent.testing import ScriptedModel, call, reply
+
+XSS = [
+    "<script>alert('x')</script>",
+    '<img src=x onerror="alert(1)">',
+    "[click](javascript:alert(1))",
+    "[click](JaVaScRiPt:alert(1))",
+    "[click](java\tscript:alert(1))",
+    "[click](vbscript:msgbox(1))",
+    "[click](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "![img](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
+    "<javascript:alert(1)>",
+    "[ref]\n\n[ref]: javascript:alert(1)",
+    "<!-- hidden comment --> visible",
+    "<a href='javascript:alert(1)'>x</a>",
+    "<svg onload=alert(1)>",
+    '"><script>alert(1)</script>',
+]
+
+
+def make_result(rounds: list[ToolRound], output: str, stop: str = "complete") -> RunResult:
+    return RunResult(output, rounds, stop, Usage(120, 30), "scripted:test", "c_1", 1.5)
+
+
+def test_round_panel_is_collapsed_details_with_summary() -> None:
+    rnd = ToolRound(
+        "Checking the weather first.",
+        [ToolCall("c1", "get_weather", {"city": "Paris", "days": 2})],
+        [ToolResult("c1", "get_weather", True, '{"temp": 21}', duration_s=0.25, value={"temp": 21})],
+        duration_s=0.4,
+    )
+    out = render_round_html(rnd, 0)
+    facts = HtmlFacts(out)
+    details = facts.find("details")
+    assert len(details) == 1 and "open" not in details[0]
+    summary = re.search(r"<summary>(.*?)</summary>", out, re.S)
+    assert summary is not None
+    assert HtmlFacts(summary.group(1)).text == "Round 1 · get_weather · ok · 400 ms"
+    assert "<p>Checking the weather first.</p>" in out
+    # arguments pretty-printed, value as JSON
+    assert "<pre>{\n  &quot;city&quot;: &quot;Paris&quot;,\n  &quot;days&quot;: 2\n}</pre>" in out
+    assert "<pre>{\n  &quot;temp&quot;: 21\n}</pre>" in out
+
+
+def test_dataframe_result_shows_head_and_full_shape() -> None:
+    frame = pd.DataFrame({"city": [f"c{i}" for i in range(50)], "temp": range(50)})
+    rnd = ToolRound(None, [ToolCall("c1", "cities", {})],
+                    [ToolResult("c1", "cities", True, "csv...", value=frame)])
+    out = render_round_html(rnd, 2, max_rows=5)
+    facts = HtmlFacts(out)
+    assert "Round 3 · cities" in facts.text
+    assert "DataFrame: 50 rows × 2 columns (first 5 shown)" in facts.text
+    cells = [t for t in facts.tags if t[0] == "tr"]
+    assert len(cells) == 1 + 5  # header + 5 rows
+    assert "c4" in facts.text and "c5" not in facts.text.split("shown")[1]
+
+
+def test_error_result_is_distinct_with_collapsible_traceback() -> None:
+    rnd = ToolRound(None, [ToolCall("c1", "boom", {})], [
+        ToolResult("c1", "boom", False, "Error: ValueError: bad", "ValueError: bad",
+                   traceback="Traceback (most recent call last):\nValueError: bad\n"),
+    ])
+    out = render_round_html(rnd, 0)
+    assert 'class="nba-round nba-failed"' in out
+    assert '<span class="nba-err">1 error</span>' in out
+    assert '<div class="nba-error"><strong>Error:</strong> ValueError: bad' in out
+    assert "<details><summary>Traceback</summary><pre>Traceback (most recent call last):" in out
+
+
+def test_approval_decision_is_shown() -> None:
+    rnd = ToolRound(None, [ToolCall("c1", "delete", {"path": "x"})], [
+        ToolResult("c1", "delete", False, "Error: denied", "The user denied this call",
+                   approval="denied by policy NBAGENT_APPROVAL=deny"),
+    ])
+    out = render_round_html(rnd, 0)
+    assert '<span class="nba-approval nba-err">denied by policy NBAGENT_APPROVAL=deny</span>' in out
+    assert "[denied by policy NBAGENT_APPROVAL=deny]" in render_result_text(make_result([rnd], "x"))
+
+
+def test_matplotlib_figure_and_pil_image_render_as_png() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3])
+    img = Image.new("RGB", (4, 3), (255, 0, 0))
+    rnd = ToolRound(None, [ToolCall("a", "plot", {}), ToolCall("b", "pic", {})], [
+        ToolResult("a", "plot", True, "Figure", value=fig),
+        ToolResult("b", "pic", True, "Image", value=img),
+    ])
+    facts = assert_inert(render_round_html(rnd, 0))
+    imgs = facts.find("img")
+    assert len(imgs) == 2
+    for attrs in imgs:
+        src = attrs["src"] or ""
+        png = base64.b64decode(src.split(",", 1)[1])
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    plt.close(fig)
+
+
+def test_final_answer_markdown_and_footer() -> None:
+    result = make_result([], "# Title\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n**bold** [ok](https://x.org)")
+    out = render_result_html(result)
+    assert "<h1>Title</h1>" in out and "<td>1</td>" in out and "<strong>bold</strong>" in out
+    assert '<a href="https://x.org">ok</a>' in out
+    facts = HtmlFacts(out)
+    assert "scripted:test · 0 rounds · 150 tokens (120 in, 30 out) · 1.5 s" in facts.text
+    assert "stopped" not in facts.text
+    stopped = render_result_html(make_result([], "partial", "cancelled"))
+    assert "stopped: cancelled" in HtmlFacts(stopped).text
+
+
+def test_styles_are_scoped_and_use_jupyter_variables() -> None:
+    out = render_result_html(make_result([], "hi"))
+    style = re.search(r"<style>(.*?)</style>", out, re.S)
+    assert style is not None
+    rules = [r.strip() for r in style.group(1).split("}") if r.strip()]
+    for rule in rules:
+        selectors = rule.split("{")[0]
+        assert all(s.strip().startswith(".nbagent-out") for s in selectors.split(",")), selectors
+    assert "var(--jp-error-color1,#d32f2f)" in style.group(1)
+    assert out.count('<div class="nbagent-out">') == 1
+
+
+@pytest.mark.parametrize("payload", XSS)
+def test_payload_inert_everywhere(payload: str) -> None:
+    rnd = ToolRound(payload, [ToolCall("c1", "t", {"q": payload}, raw_arguments=None)], [
+        ToolResult("c1", "t", True, payload, value=payload),
+    ])
+    bad = ToolRound(None, [ToolCall("c2", "t2", {})], [
+        ToolResult("c2", "t2", False, payload, payload, traceback=payload, approval=payload),
+    ])
+    frame = pd.DataFrame({payload: [payload]}, index=[payload])
+    df_round = ToolRound(None, [ToolCall("c3", "t3", {})], [
+        ToolResult("c3", "t3", True, payload, value=frame),
+    ])
+    result = make_result([rnd, bad, df_round], payload)
+    facts = assert_inert(render_result_html(result))
+    # the payload is still visible to the human, as text
+    visible = payload.replace("<!-- hidden comment --> ", "<!-- hidden comment --> ")
+    assert visible.split("\n")[0][:12] in facts.text
+    assert_inert(render_markdown(payload))
+    # the Markdown twin, rendered by a Markdown renderer that allows HTML, stays inert too
+    from markdown_it import MarkdownIt
+
+    permissive = MarkdownIt("commonmark", {"html": True})
+    permissive.validateLink = lambda url: True  # type: ignore[method-assign]
+    assert_inert(permissive.render(render_result_markdown(result)))
+
+
+def test_transcript_follows_events_and_caches_rounds() -> None:
+    t = Transcript()
+    assert t.feed(Status("Analyzing request…"))
+    assert not t.feed(Status("Analyzing request…"))
+    t.feed(TextDelta("Let me <check>", 0))
+    assert '<div class="nba-stream">Let me &lt;check&gt;</div>' in t.html()
+    c = ToolCall("c1", "get_weather", {"city": "Oslo"})
+    t.feed(Status("Using Get Weather…"))
+    t.feed(ToolCallStarted(c, 0))
+    live = t.html()
+    assert "<details open" in live and "running…" in live and "Using Get Weather…" in live
+    res = ToolResult("c1", "get_weather", True, "sunny", duration_s=0.1)
+    t.feed(ToolCallFinished(res, 0))
+    t.feed(RoundFinished(ToolRound("Let me <check>", [c], [res]), 0))
+    t.feed(TextDelta("It is sunny.", 1))
+    live = t.html()
+    assert "<details open" not in live and "Round 1 · get_weather · ok" in live
+    assert "It is sunny." in live and "Let me &lt;check&gt;" in live
+    assert "It is sunny." in t.plain() and "It is sunny." in t.markdown()
+    t.mark_interrupted()
+    assert "Cancelled" in t.html()
+
+
+def test_transcript_final_view_equals_result_rendering() -> None:
+    @Tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    def script(request):  # type: ignore[no-untyped-def]
+        if request.round_index == 0:
+            return reply("Adding.", [call("add", a=2, b=3)])
+        return reply("The sum is **5**.")
+
+    agent = Agent(ScriptedModel(script), tools=[add])
+    t = Transcript()
+    for event in agent.stream_sync("2+3?"):
+        t.feed(event)
+    assert t.result is not None and t.done
+    assert t.html() == render_result_html(t.result)
+    assert t.bundle()["text/markdown"] == render_result_markdown(t.result)
+    assert t.result._repr_html_() == t.html()
+    facts = assert_inert(t.html())
+    assert "The sum is 5." in facts.text
+    assert "Round 1 · add · ok" in facts.text
