@@ -1,0 +1,354 @@
+"""ChatWidget driven through its Python methods and buttons on a real asyncio loop.
+
+The widgets are real ipywidgets (without a front end their messages go nowhere);
+the agent runs the real loop against nbagent.testing.ScriptedModel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from nbagent import Agent, tool
+from nbagent.testing import ScriptedModel, call, reply
+from nbagent.widget import SEND_SENTINEL, ChatWidget
+
+
+def transcript_html(chat: ChatWidget) -> str:
+    return "".join(child.value for child in chat.transcript.children)
+
+
+def make_weather_agent(**model_options: object) -> tuple[Agent, ScriptedModel]:
+    @tool(register=False)
+    def weather(city: str) -> dict:
+        """Current weather for a city."""
+        return {"city": city, "temp_c": 21}
+
+    def script(request):
+        if not request.tool_results:
+            return reply("Let me check.", calls=[call("weather", city="Paris")])
+        return reply(f"It is {request.tool_results[-1].content} in **Paris**.")
+
+    model = ScriptedModel(script, **model_options)
+    return Agent(model, tools=[weather]), model
+
+
+async def test_submit_shows_round_panels_and_answer() -> None:
+    agent, model = make_weather_agent()
+    chat = ChatWidget(agent)
+    assert chat.status.value == "Ready"
+
+    task = chat.submit("Weather in Paris?")
+    assert task is not None
+    assert chat.busy and chat.send_button.disabled and not chat.stop_button.disabled
+    result = await asyncio.wait_for(task, 5)
+
+    assert result is not None and result.stop_reason == "complete"
+    html = transcript_html(chat)
+    assert "Weather in Paris?" in html
+    assert '<details class="nba-round' in html  # the same round panel as %%agent
+    assert "weather" in html and "temp_c" in html
+    assert "<strong>Paris</strong>" in html  # the answer rendered from Markdown
+    assert chat.status.value == "Ready"
+    assert not chat.busy and not chat.send_button.disabled and chat.stop_button.disabled
+    assert chat.last_result is result
+    assert [m.role for m in agent.conversation.messages] == ["user", "assistant"]
+    assert model.requests[0].prompt == "Weather in Paris?"
+
+
+async def test_second_message_continues_the_conversation() -> None:
+    model = ScriptedModel(lambda r: f"Seen {len(r.messages)} messages")
+    chat = ChatWidget(Agent(model, tools=[]))
+    await chat.submit("one")
+    await chat.submit("two")
+    assert [m.content for m in model.requests[1].messages[:2]] == ["one", "Seen 2 messages"]
+    assert len(chat.transcript.children) == 2
+    assert "Seen 4 messages" in chat.transcript.children[1].value
+
+
+async def test_agent_options_build_an_agent() -> None:
+    model = ScriptedModel(["hello from options"])
+    chat = ChatWidget(model=model, tools=[], system="Be brief.")
+    assert chat.agent.system == "Be brief."
+    await chat.submit("hi")
+    assert "hello from options" in transcript_html(chat)
+    assert model.requests[0].request.system == "Be brief."
+
+
+async def test_bad_arguments_are_clear_errors() -> None:
+    with pytest.raises(ValueError, match="send_on"):
+        ChatWidget(Agent(ScriptedModel()), send_on="tab")
+    with pytest.raises(TypeError, match="not both"):
+        ChatWidget(Agent(ScriptedModel()), model="scripted")
+    chat = ChatWidget(Agent(ScriptedModel(), tools=[]))
+    assert chat.submit("   ") is None  # blank: nothing happens, like Send on an empty box
+    assert chat.transcript.children == ()
+
+
+def test_submit_without_an_event_loop_says_what_to_do() -> None:
+    chat = ChatWidget(Agent(ScriptedModel(), tools=[]))
+    with pytest.raises(RuntimeError, match="running event loop"):
+        chat.submit("hi")
+    assert chat.transcript.children == () and not chat.busy
+
+
+async def test_model_and_tool_text_is_escaped() -> None:
+    @tool(register=False)
+    def fetch() -> str:
+        """Fetch a page."""
+        return '<img src=x onerror="window.pwned=1"><!-- c -->'
+
+    def script(request):
+        if not request.tool_results:
+            return reply("<script>window.pwned=2</script>", calls=[call("fetch")])
+        return reply('[x](javascript:alert(1)) <b onclick="x()">hi</b>')
+
+    chat = ChatWidget(Agent(ScriptedModel(script), tools=[fetch]))
+    await chat.submit('<script>window.pwned=3</script>')
+    html = transcript_html(chat)
+    for raw in ("<script>", "<img src=x", "<!-- c -->", 'href="javascript:', "<b onclick"):
+        assert raw not in html
+    assert "&lt;script&gt;window.pwned=3&lt;/script&gt;" in html  # the user's own text too
+
+
+async def test_stop_mid_stream_cancels_within_a_second(wait_until) -> None:
+    long_text = "word " * 2000  # 10,000 characters at 8 per 50 ms: over a minute
+    model = ScriptedModel([long_text, "second answer"], delay=0.05)
+    agent = Agent(model, tools=[])
+    chat = ChatWidget(agent)
+    task = chat.submit("talk a lot")
+    assert task is not None
+    await wait_until(lambda: "word word" in transcript_html(chat))
+
+    started = time.monotonic()
+    chat.stop()
+    result = await asyncio.wait_for(task, 1.0)
+    elapsed = time.monotonic() - started
+
+    assert elapsed < 1.0
+    assert result is not None and result.stop_reason == "cancelled"
+    html = transcript_html(chat)
+    assert "word word" in html and "cancelled" in html
+    assert chat.status.value == "Stopped: cancelled"
+    assert not chat.busy and not chat.send_button.disabled
+    # History stays valid and the next message works.
+    assert [m.role for m in agent.conversation.messages] == ["user", "assistant"]
+    assert agent.conversation.messages[1].content.startswith("word word")
+    second = await asyncio.wait_for(chat.submit("and now?"), 5)
+    assert second is not None and second.output == "second answer"
+    assert model.requests[1].messages[1].stop_reason == "cancelled"
+
+
+async def test_stop_button_during_a_slow_tool(wait_until) -> None:
+    @tool(register=False)
+    async def slow() -> str:
+        """Takes forever."""
+        await asyncio.sleep(60)
+        return "never"
+
+    model = ScriptedModel([reply(calls=[call("slow")]), "after stop"])
+    agent = Agent(model, tools=[slow])
+    chat = ChatWidget(agent)
+    task = chat.submit("go")
+    assert task is not None
+    await wait_until(lambda: chat.status.value.startswith("Using Slow"))
+
+    started = time.monotonic()
+    chat.stop_button.click()
+    result = await asyncio.wait_for(task, 1.0)
+    assert time.monotonic() - started < 1.0
+    assert result is not None and result.stop_reason == "cancelled"
+    call_result = result.rounds[0].results[0]
+    assert not call_result.ok and "cancelled" in call_result.content
+    assert "cancelled" in transcript_html(chat)
+    assert (await chat.submit("again")).output == "after stop"
+
+
+async def test_stop_before_the_run_starts() -> None:
+    model = ScriptedModel(["never shown", "works"], delay=0.01)
+    chat = ChatWidget(Agent(model, tools=[]))
+    task = chat.submit("hi")
+    chat.stop()  # the task has not run a single step yet
+    result = await asyncio.wait_for(task, 1.0)
+    assert result is not None and result.stop_reason == "cancelled"
+    assert (await chat.submit("again")).output == "works"
+
+
+def approval_agent() -> tuple[Agent, ScriptedModel, list[str]]:
+    deleted: list[str] = []
+
+    @tool(register=False, requires_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    def script(request):
+        if not request.tool_results:
+            return reply(calls=[call("delete_file", path="/tmp/<x>.txt")])
+        last = request.tool_results[-1]
+        return reply(("OK: " if last.ok else "REFUSED: ") + last.content)
+
+    model = ScriptedModel(script)
+    return Agent(model, tools=[delete_file]), model, deleted
+
+
+async def test_approve_lets_the_call_run(wait_until) -> None:
+    agent, model, deleted = approval_agent()
+    chat = ChatWidget(agent)
+    task = chat.submit("delete it")
+    assert task is not None
+    await wait_until(lambda: bool(chat.pending_approvals))
+
+    (pending,) = chat.pending_approvals
+    assert pending.name == "delete_file" and deleted == []
+    (row,) = chat.approvals.children
+    question, approve_button, deny_button = row.children
+    assert question.value == 'Allow delete_file({"path": "/tmp/<x>.txt"})?'  # a Label: plain text
+    assert (approve_button.description, deny_button.description) == ("Approve", "Deny")
+    assert chat.status.value == "Waiting for approval: delete_file"
+
+    chat.approve(pending.id)
+    result = await asyncio.wait_for(task, 5)
+    assert deleted == ["/tmp/<x>.txt"]
+    assert result.output == "OK: deleted /tmp/<x>.txt"
+    assert result.rounds[0].results[0].approval == "approved by user"
+    assert chat.approvals.children == ()
+    assert "approved by user" in transcript_html(chat)
+
+
+async def test_deny_button_gives_the_model_an_error(wait_until) -> None:
+    agent, model, deleted = approval_agent()
+    chat = ChatWidget(agent)
+    task = chat.submit("delete it")
+    assert task is not None
+    await wait_until(lambda: bool(chat.approvals.children))
+
+    deny_button = chat.approvals.children[0].children[2]
+    deny_button.click()
+    result = await asyncio.wait_for(task, 5)
+    assert deleted == []
+    assert result.output.startswith("REFUSED: Error: The user denied this call")
+    assert result.rounds[0].results[0].approval == "denied by user"
+    assert "denied by user" in transcript_html(chat)
+    with pytest.raises(KeyError, match="no call"):
+        chat.approve(result.rounds[0].calls[0].id)  # already decided
+
+
+async def test_stop_while_waiting_for_approval(wait_until) -> None:
+    agent, model, deleted = approval_agent()
+    chat = ChatWidget(agent)
+    task = chat.submit("delete it")
+    assert task is not None
+    await wait_until(lambda: bool(chat.pending_approvals))
+    chat.stop()
+    result = await asyncio.wait_for(task, 1.0)
+    assert result.stop_reason == "cancelled" and deleted == []
+    assert chat.approvals.children == () and chat.pending_approvals == []
+    assert not result.rounds[0].results[0].ok
+
+
+async def test_new_chat_resets_everything(wait_until) -> None:
+    model = ScriptedModel(lambda r: f"{len(r.messages)} messages:" + " x" * 200, delay=0.02)
+    agent = Agent(model, tools=[])
+    chat = ChatWidget(agent)
+    await chat.submit("first")
+    task = chat.submit("second")
+    assert task is not None
+    await wait_until(lambda: "4 messages" in transcript_html(chat))
+
+    chat.new_chat_button.click()  # mid-stream: stops and clears
+    assert chat.transcript.children == () and chat.last_result is None
+    assert agent.conversation.messages == []
+    assert chat.status.value == "New chat" and not chat.busy
+    cancelled = await asyncio.wait_for(task, 1.0)  # the old run ends, cancelled
+    assert cancelled is not None and cancelled.stop_reason == "cancelled"
+    # ... without writing into the new chat.
+    assert chat.transcript.children == () and chat.last_result is None
+    assert chat.status.value == "New chat"
+
+    result = await asyncio.wait_for(chat.submit("fresh"), 30)
+    assert result.output.startswith("2 messages:")
+    assert len(chat.transcript.children) == 1
+    assert "second" not in transcript_html(chat)
+
+
+async def test_submit_while_busy_is_refused(wait_until) -> None:
+    model = ScriptedModel(["a " * 200], delay=0.01)
+    chat = ChatWidget(Agent(model, tools=[]))
+    task = chat.submit("one")
+    with pytest.raises(RuntimeError, match="still answering"):
+        chat.submit("two")
+    # The send key while busy keeps the text in the box.
+    chat.input.value = "two" + SEND_SENTINEL
+    assert chat.input.value == "two"
+    assert chat.status.value == "Still answering: press Stop first"
+    chat.stop()
+    await task
+    assert len(model.requests) == 1
+
+
+async def test_send_key_and_send_button_submit_the_text_area() -> None:
+    model = ScriptedModel(lambda r: f"echo {r.prompt!r}")
+    chat = ChatWidget(Agent(model, tools=[]))
+    # What the front-end script does on Enter: append the sentinel to the value.
+    chat.input.value = "line one\nline two" + SEND_SENTINEL
+    assert chat.input.value == ""
+    assert chat.task is not None
+    await chat.task
+    assert model.requests[0].prompt == "line one\nline two"
+
+    chat.input.value = "by button"
+    chat.send_button.click()
+    assert chat.input.value == ""
+    await chat.task
+    assert model.requests[1].prompt == "by button"
+    assert "<p>echo 'by button'</p>" in transcript_html(chat)
+
+
+async def test_send_on_option_marks_the_widget_for_the_key_script() -> None:
+    enter = ChatWidget(Agent(ScriptedModel()))
+    shift = ChatWidget(Agent(ScriptedModel()), send_on="shift-enter")
+    assert "nbagent-send-enter" in enter._dom_classes
+    assert "nbagent-send-shift-enter" in shift._dom_classes
+    assert "Shift+Enter to send" in shift.input.placeholder
+    keys = enter.children[-1]
+    (output,) = keys.outputs
+    assert "nbagent-send-shift-enter" in output["data"]["application/javascript"]
+
+
+async def test_transcript_updates_are_throttled() -> None:
+    model = ScriptedModel(["y" * 3000], chunk_size=3, delay=0.001)  # 1000 chunks
+    chat = ChatWidget(Agent(model, tools=[]))
+    task = chat.submit("stream")
+    assert task is not None
+    (view,) = chat.transcript.children
+    updates = []
+    view.observe(lambda change: updates.append(time.monotonic()), names="value")
+    started = time.monotonic()
+    await asyncio.wait_for(task, 30)
+    elapsed = time.monotonic() - started
+
+    assert "y" * 3000 in view.value
+    # At most one update per 100 ms plus the structural ones (start, finish).
+    assert len(updates) <= elapsed / 0.1 + 4, (len(updates), elapsed)
+    assert len(updates) < 1000 / 5
+
+
+async def test_provider_error_is_shown_and_the_widget_stays_usable() -> None:
+    answers = iter([RuntimeError("the model server fell over"), "fine now"])
+
+    def script(request):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    chat = ChatWidget(Agent(ScriptedModel(script), tools=[]))
+    result = await chat.submit("hi")
+    assert chat.status.value == "Error"
+    assert "RuntimeError: the model server fell over" in transcript_html(chat)
+    assert result is not None and result.stop_reason == "error"
+    assert (await chat.submit("again")).output == "fine now"
