@@ -1,9 +1,21 @@
-"""Turning tool return values into model text under a character budget."""
+"""Turning tool return values into model text under a character budget.
+
+The model gets a compact, bounded view; the human keeps the full value. Every
+path here looks at a bounded part of the value (a DataFrame's head, a string's
+ends, a list's first items) so a 10-million-row frame or a 5 MB string costs
+about as much as a small one: nothing is copied or serialised in full.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
+
+HEAD_ROWS = 10
+"""Rows of a DataFrame shown to the model (fewer when the budget is tight)."""
+MAX_ITEMS = 200
+"""Items of a long list/dict serialised before the rest is summarised."""
 
 
 def cut_middle(text: str, limit: int) -> tuple[str, bool]:
@@ -13,33 +25,85 @@ def cut_middle(text: str, limit: int) -> tuple[str, bool]:
     keep = max(limit - 40, 20)
     head, tail = keep * 2 // 3, keep // 3
     cut = len(text) - head - tail
-    return f"{text[:head]}\n[… {cut} characters cut …]\n{text[len(text) - tail:]}", True
+    return f"{text[:head]}\n[… {cut} characters cut …]\n{text[len(text) - tail :]}", True
 
 
 def to_model_text(value: Any, limit: int) -> tuple[str, bool]:
-    """The text the model sees for ``value``, at most about ``limit`` characters."""
+    """The text the model sees for ``value`` (at most about ``limit`` characters).
+
+    Returns the text and whether anything was left out.
+    """
     if value is None:
         return "null", False
     if isinstance(value, str):
         return cut_middle(value, limit)
-    module = type(value).__module__
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return cut_middle(f"<{len(value)} bytes> " + bytes(value[:limit]).hex(" "), limit)
+    module = type(value).__module__ or ""
     if module.startswith("pandas"):
-        return cut_middle(_pandas_text(value), limit)
+        text, partial = _pandas_text(value, limit)
+        cut_text, cut = cut_middle(text, limit)
+        return cut_text, partial or cut
+    if module.startswith("numpy") and hasattr(value, "shape"):
+        # numpy's repr already summarises large arrays with "...".
+        header = f"array shape={tuple(value.shape)} dtype={value.dtype}\n"
+        return cut_middle(header + repr(value), limit)
+    text, partial = _json_text(value)
+    cut_text, cut = cut_middle(text, limit)
+    return cut_text, partial or cut
+
+
+def _json_text(value: Any) -> tuple[str, bool]:
+    """JSON for plain data; long containers keep their first items and say how many."""
+    partial = False
+    if isinstance(value, (list, tuple)) and len(value) > MAX_ITEMS:
+        value, partial = [*value[:MAX_ITEMS], f"… {len(value) - MAX_ITEMS} more items"], True
+    elif isinstance(value, dict) and len(value) > MAX_ITEMS:
+        shown = {k: value[k] for k in list(value)[:MAX_ITEMS]}
+        shown["…"] = f"{len(value) - MAX_ITEMS} more keys"
+        value, partial = shown, True
+    elif isinstance(value, (set, frozenset)):
+        value = list(value)[:MAX_ITEMS]
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return cut_middle(text, limit)
+        return json.dumps(value, ensure_ascii=False, default=_json_default), partial
+    except (TypeError, ValueError, RecursionError):
+        return repr(value), partial
 
 
-def _pandas_text(value: Any) -> str:
+def _json_default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    dump = getattr(value, "model_dump", None)  # pydantic models
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    return str(value)
+
+
+def _pandas_text(value: Any, limit: int) -> tuple[str, bool]:
+    """Shape, dtypes and the first rows as CSV: compact and unambiguous for a model."""
     import pandas as pd
 
     if isinstance(value, pd.Series):
-        value = value.to_frame()
-    if isinstance(value, pd.DataFrame):
-        rows, cols = value.shape
-        head = value.head(10)
+        kind, rows, cols = "Series", len(value), 1
+        name = value.name if value.name is not None else "value"
+        dtypes = f"{name}: {value.dtype}"
+        head = value.head(HEAD_ROWS).to_frame(name=name)
+    elif isinstance(value, pd.DataFrame):
+        kind, (rows, cols) = "DataFrame", value.shape
         dtypes = ", ".join(f"{c}: {t}" for c, t in value.dtypes.items())
-        return f"DataFrame shape=({rows}, {cols}); dtypes: {dtypes}\n{head.to_csv()}"
-    return str(value)
+        head = value.head(HEAD_ROWS)
+    else:
+        return str(value), False
+    # A default RangeIndex carries no information; any other index does.
+    show_index = not isinstance(value.index, pd.RangeIndex) or value.index.start != 0
+    header = f"{kind} shape=({rows}, {cols}); dtypes: {dtypes}\n"
+    table = head.to_csv(index=show_index)
+    # Drop rows (never columns) until the table fits; the model learns the shape anyway.
+    while len(header) + len(table) > limit and len(head) > 1:
+        head = head.head(len(head) // 2)
+        table = head.to_csv(index=show_index)
+    shown = len(head)
+    note = f"(first {shown} of {rows} rows)\n" if shown < rows else ""
+    return header + note + table, shown < rows

@@ -1,8 +1,14 @@
-"""JSON schemas from Python signatures and docstrings; argument validation and repair."""
+"""JSON schemas from Python signatures and docstrings; argument validation and repair.
+
+pydantic does the heavy lifting: each tool gets a pydantic model built from its
+parameters, whose JSON schema is what the model is told and whose validation
+checks (and coerces) what the model sends back.
+"""
 
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import json
 import re
@@ -11,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, get_type_hints
 
 import pydantic
+import pydantic_core
 
 
 class ArgumentError(ValueError):
@@ -24,39 +31,102 @@ class FunctionSchema:
     validator: type[pydantic.BaseModel]
 
 
-def function_schema(fn: Callable[..., Any]) -> FunctionSchema:
-    """Description, JSON schema and a pydantic validator for ``fn``'s parameters."""
+def unwrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The plain function behind partials, bound methods and callable objects.
+
+    Docstrings and type hints live there (``inspect.getdoc`` of a partial is the
+    docstring of ``functools.partial`` itself).
+    """
+    while True:
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif inspect.ismethod(fn):
+            fn = fn.__func__
+        elif not inspect.isroutine(fn) and not inspect.isclass(fn) and callable(fn):
+            fn = type(fn).__call__
+        else:
+            return fn
+
+
+def function_schema(fn: Callable[..., Any], *, name: str = "tool") -> FunctionSchema:
+    """Description, JSON schema and a pydantic validator for ``fn``'s parameters.
+
+    Raises:
+        TypeError: a parameter's type cannot be sent as JSON (a DataFrame, say);
+            the message names the parameter.
+    """
     import docstring_parser
 
-    doc = docstring_parser.parse(inspect.getdoc(fn) or "")
-    param_docs = {p.arg_name: (p.description or "") for p in doc.params}
-    signature = inspect.signature(fn)
+    target = unwrap(fn)
+    doc = docstring_parser.parse(inspect.getdoc(target) or "")
+    param_docs = {p.arg_name.lstrip("*"): (p.description or "") for p in doc.params}
     try:
-        hints = get_type_hints(fn, include_extras=True)
+        hints = get_type_hints(target, include_extras=True)
     except Exception:  # unresolvable forward references: fall back to raw annotations
         hints = {}
     fields: dict[str, Any] = {}
-    for name, param in signature.parameters.items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or name in ("self", "cls"):
-            continue
-        annotation = hints.get(name, param.annotation)
+    for pname, param in _model_parameters(fn).items():
+        annotation = hints.get(pname, param.annotation)
         if annotation is inspect.Parameter.empty:
-            annotation = Any
+            # No hint: a default still says what kind of value is expected.
+            no_default = param.default in (inspect.Parameter.empty, None)
+            annotation = Any if no_default else type(param.default)
         default = ... if param.default is inspect.Parameter.empty else param.default
-        description = param_docs.get(name) or None
-        fields[name] = (annotation, pydantic.Field(default, description=description))
-    model = pydantic.create_model(  # type: ignore[call-overload]
-        f"{getattr(fn, '__name__', 'tool')}_arguments",
-        __config__=pydantic.ConfigDict(extra="forbid"),
-        **fields,
-    )
-    schema = model.model_json_schema()
+        description = param_docs.get(pname) or None
+        fields[pname] = (annotation, pydantic.Field(default, description=description))
+    try:
+        model = pydantic.create_model(
+            f"{name}_arguments",
+            __config__=pydantic.ConfigDict(extra="forbid"),
+            **fields,
+        )
+        schema = model.model_json_schema()
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as exc:
+        raise TypeError(_unsupported_message(name, fields)) from exc
+    except pydantic_core.PydanticSerializationError as exc:  # a default that is not JSON
+        raise TypeError(f"tool {name!r}: a default value cannot be sent as JSON: {exc}") from exc
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
     schema.setdefault("properties", {})
     description = "\n\n".join(x for x in (doc.short_description, doc.long_description) if x)
     return FunctionSchema(description, schema, model)
+
+
+def _model_parameters(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
+    """The parameters a model may fill in.
+
+    Skips ``*args``/``**kwargs``, the ``self``/``cls`` of an unbound method, and
+    keywords a ``functools.partial`` already fixed (the user chose those values).
+    """
+    signature = inspect.signature(fn)
+    fixed = set(fn.keywords) if isinstance(fn, functools.partial) else set()
+    out = {}
+    for index, (pname, param) in enumerate(signature.parameters.items()):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or pname in fixed:
+            continue
+        if index == 0 and pname in ("self", "cls"):
+            continue
+        out[pname] = param
+    return out
+
+
+def _unsupported_message(name: str, fields: dict[str, Any]) -> str:
+    for pname, (annotation, _field) in fields.items():
+        try:
+            pydantic.TypeAdapter(annotation).json_schema()
+        except Exception:
+            kind = getattr(annotation, "__name__", repr(annotation))
+            return (
+                f"tool {name!r}: parameter {pname!r} has type {kind}, which a model cannot "
+                "send as JSON. Use JSON-friendly types (str, int, float, bool, list, dict, "
+                "Literal, Enum, dataclasses, pydantic models), e.g. pass a name and look "
+                "the object up inside the tool."
+            )
+    return f"tool {name!r}: cannot build a JSON schema for its parameters"
+
+
+# --- parsing and repair --------------------------------------------------------
 
 
 def parse_raw_arguments(raw: str) -> dict[str, Any]:
@@ -66,15 +136,19 @@ def parse_raw_arguments(raw: str) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
-        value = _repair(text)
+    except json.JSONDecodeError as exc:
+        value = _repair_json(text, exc)
     if not isinstance(value, dict):
-        raise ArgumentError(f"arguments must be a JSON object, got {type(value).__name__}")
+        raise ArgumentError(
+            f"the arguments must be a JSON object with one key per parameter, "
+            f"got {type(value).__name__}: {text[:200]}"
+        )
     return value
 
 
-def _repair(text: str) -> Any:
-    fenced = re.match(r"^```[a-zA-Z]*\s*(.*?)\s*```$", text, re.S)
+def _repair_json(text: str, first_error: json.JSONDecodeError) -> Any:
+    """One repair attempt: strip code fences, drop trailing commas, accept single quotes."""
+    fenced = re.match(r"^```[\w-]*\s*(.*?)\s*```$", text, re.S)
     if fenced:
         text = fenced.group(1)
     text = re.sub(r",\s*([}\]])", r"\1", text)
@@ -82,28 +156,98 @@ def _repair(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         pass
-    try:  # single quotes, Python literals (True/None)
+    try:  # single quotes and Python literals (True/False/None), without eval
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError) as exc:
-        raise ArgumentError(f"arguments are not valid JSON: {text[:200]!r}") from exc
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise ArgumentError(
+            f"the arguments are not valid JSON ({first_error.msg} at position "
+            f"{first_error.pos}): {text[:200]}"
+        ) from None
 
 
 def validate_arguments(
     validator: type[pydantic.BaseModel], arguments: dict[str, Any], raw: str | None
 ) -> dict[str, Any]:
-    """Validated keyword arguments, coercing numbers/booleans sent as strings."""
+    """Validated keyword arguments.
+
+    pydantic's lax mode already accepts numbers and booleans sent as strings
+    ("5", "true"). When validation still fails, one repair is tried: string
+    values that hold JSON ("[1, 2]", "null", "{...}") are decoded. If that does
+    not help either, the error names each wrong argument and says why.
+    """
     if raw is not None and not arguments:
         arguments = parse_raw_arguments(raw)
     try:
         model = validator.model_validate(arguments)
     except pydantic.ValidationError as exc:
-        raise ArgumentError(_explain(exc)) from None
+        repaired = _repair_values(arguments, exc)
+        if repaired is None:
+            raise ArgumentError(_explain(exc, validator)) from None
+        try:
+            model = validator.model_validate(repaired)
+        except pydantic.ValidationError:
+            raise ArgumentError(_explain(exc, validator)) from None
+    # Attribute access keeps nested values as the types the function declared
+    # (dataclass / pydantic instances, Enum members), where model_dump would not.
     return {name: getattr(model, name) for name in type(model).model_fields}
 
 
-def _explain(exc: pydantic.ValidationError) -> str:
-    parts = []
+def _repair_values(
+    arguments: dict[str, Any], exc: pydantic.ValidationError
+) -> dict[str, Any] | None:
+    repaired = dict(arguments)
+    changed = False
     for error in exc.errors():
-        where = ".".join(str(x) for x in error["loc"]) or "(arguments)"
-        parts.append(f"argument {where!r}: {error['msg']}")
-    return "; ".join(parts)
+        key = error["loc"][0] if error["loc"] else None
+        value = arguments.get(key) if isinstance(key, str) else None
+        if not isinstance(value, str):
+            continue
+        text = value.strip()
+        lowered = text.lower()
+        if lowered in ("none", "null"):
+            repaired[key] = None  # type: ignore[index]
+            changed = True
+            continue
+        try:
+            repaired[key] = json.loads(text)  # type: ignore[index]
+            changed = True
+        except json.JSONDecodeError:
+            try:
+                repaired[key] = ast.literal_eval(text)  # type: ignore[index]
+                changed = True
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
+    return repaired if changed else None
+
+
+def _explain(exc: pydantic.ValidationError, validator: type[pydantic.BaseModel]) -> str:
+    parts = []
+    for error in exc.errors(include_url=False):
+        loc = error["loc"]
+        where = ".".join(str(x) for x in loc) or "(arguments)"
+        if error["type"] == "missing":
+            parts.append(f"missing required argument {where!r}")
+        elif error["type"] == "extra_forbidden":
+            parts.append(f"unexpected argument {where!r}")
+        else:
+            got = json.dumps(error.get("input"), default=repr, ensure_ascii=False)
+            if len(got) > 80:
+                got = got[:77] + "..."
+            parts.append(f"argument {where!r}: {error['msg']} (got {got})")
+    return "; ".join(parts) + ". " + _expected(validator)
+
+
+def _expected(validator: type[pydantic.BaseModel]) -> str:
+    fields = validator.model_fields
+    if not fields:
+        return "This tool takes no arguments."
+    described = []
+    for name, field in fields.items():
+        kind = _type_name(field.annotation)
+        described.append(f"{name} ({kind}{', required' if field.is_required() else ''})")
+    return "Expected arguments: " + ", ".join(described) + "."
+
+
+def _type_name(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
+    return text or repr(annotation).replace("typing.", "")

@@ -94,6 +94,11 @@ class Agent:
         """The tools of the next run by name (the kernel-wide registry if none were given)."""
         return as_tools(None) if self._tools is None else dict(self._tools)
 
+    @tools.setter
+    def tools(self, tools: Iterable[Tool | Callable[..., Any]] | None) -> None:
+        # None means "every @tool in the kernel", looked up at each run.
+        self._tools = None if tools is None else as_tools(tools)
+
     @property
     def system(self) -> str | None:
         return self.conversation.system
@@ -113,7 +118,9 @@ class Agent:
         settings = self.settings
         if overrides:
             settings = LoopSettings(**{**settings.__dict__, **overrides})
-        run = Run(self.provider, self.conversation, prompt, self.tools, settings, model_label=self.model)
+        run = Run(
+            self.provider, self.conversation, prompt, self.tools, settings, model_label=self.model
+        )
         self._run = run
         return run
 
@@ -123,12 +130,14 @@ class Agent:
         ``overrides`` change settings for this run only (``max_rounds=2``, ``timeout=5``...).
         """
         run = self._new_run(prompt, **overrides)
+        events = run.events()
         try:
-            async for event in run.events():
+            async for event in events:
                 if isinstance(event, RunFinished):
                     self.last_result = event.result
                 yield event
         finally:
+            await events.aclose()  # a consumer that stopped early cancels the run now
             if run.result is not None:
                 self.last_result = run.result
 
@@ -155,8 +164,14 @@ class Agent:
         On KeyboardInterrupt the run is cancelled cleanly (history stays valid,
         ``agent.last_result`` holds the partial result) and the interrupt is re-raised.
         """
-        for _ in self.stream_sync(prompt, **overrides):
-            pass
+        events = self.stream_sync(prompt, **overrides)
+        try:
+            for _ in events:
+                pass
+        finally:
+            # A Ctrl-C landing between two events is raised here, not inside the
+            # iterator: closing it still cancels the run and waits for it to wrap up.
+            events.close()  # type: ignore[attr-defined]
         assert self.last_result is not None
         return self.last_result
 

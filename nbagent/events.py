@@ -58,4 +58,12 @@ class RunFinished:
     result: RunResult
 
 
-Event = RunStarted | Status | TextDelta | ToolCallStarted | ToolCallFinished | RoundFinished | RunFinished
+Event = (
+    RunStarted
+    | Status
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | RoundFinished
+    | RunFinished
+)

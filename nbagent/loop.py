@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +41,23 @@ from .tools import PER_CALL_CHARS, PER_ROUND_CHARS, Approver, Tool, execute_roun
 
 logger = logging.getLogger("nbagent")
 
+
+def configure_logging(env: Mapping[str, str] | None = None) -> None:
+    """``NBAGENT_LOG=debug`` (or info, warning...) sends the ``nbagent`` logger to stderr."""
+    level_name = (os.environ if env is None else env).get("NBAGENT_LOG", "").strip().upper()
+    level = logging.getLevelName(level_name) if level_name else None
+    if not isinstance(level, int):
+        return
+    if not any(getattr(h, "_nbagent", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s nbagent %(levelname)s %(message)s"))
+        handler._nbagent = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(level)
+
+
+configure_logging()
+
 FINAL_ANSWER_INSTRUCTION = (
     "You have used the maximum number of tool rounds. Do not call any more tools. "
     "Answer the user's request now, as well as you can, from the information gathered so far."
@@ -48,6 +67,7 @@ _STOP_NOTES = {
     "timeout": "[run timed out]",
     "cancelled": "[run cancelled]",
     "token_budget": "[stopped: token budget reached]",
+    "error": "[run failed]",
 }
 
 
@@ -135,10 +155,11 @@ class Run:
         self._started = time.perf_counter()
         self._partial_text: list[str] = []
         self._pending_round: ToolRound | None = None
+        self._error: BaseException | None = None
 
     # -- public ------------------------------------------------------------------
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def events(self) -> AsyncGenerator[Event, None]:
         """Run the loop, yielding events; the last event is always RunFinished."""
         self._start()
         assert self._task is not None
@@ -153,7 +174,9 @@ class Run:
                         raise asyncio.TimeoutError
                     event = await asyncio.wait_for(self._queue.get(), remaining)
                 except asyncio.TimeoutError:
+                    logger.info("run timed out after %g s", self.settings.timeout)
                     self._stop("timeout")
+                    deadline = None  # now wait for the producer to wrap up
                     continue
                 if event is None:
                     break
@@ -188,12 +211,16 @@ class Run:
         self._queue.put_nowait(event)
 
     async def _produce(self) -> None:
+        if self._stop_reason is not None:  # cancelled before it started
+            self._finish()
+            return
         try:
             await self._run_rounds()
         except asyncio.CancelledError:
             self._finish()
-        except BaseException:
+        except BaseException as exc:
             self._stop_reason = self._stop_reason or "error"
+            self._error = exc
             self._finish()
             raise
         else:
@@ -211,6 +238,8 @@ class Run:
             forced = round_index >= settings.max_rounds
             text, calls, usage, provider_data = await self._request(round_index, forced=forced)
             if forced or not calls:
+                if forced and not text.strip():
+                    text = self._gathered_summary()
                 self.message.content = text
                 self.message.provider_data = provider_data
                 self._stop_reason = "max_rounds" if forced else "complete"
@@ -258,23 +287,21 @@ class Run:
         usage = Usage()
         provider_data: dict[str, Any] | None = None
         started = time.perf_counter()
-        said_formulating = False
-        async for event in self.provider.stream(request):
-            if isinstance(event, TextChunk):
-                if not event.text:
-                    continue
-                if not said_formulating:
-                    self._emit(Status("Formulating response…"))
-                    said_formulating = True
-                self._partial_text.append(event.text)
-                self._emit(TextDelta(event.text, round_index))
-            elif isinstance(event, ToolCallReady):
-                calls.append(event.call)
-            elif isinstance(event, UsageReport):
-                usage = event.usage  # cumulative within a request: replace, never add
-            elif isinstance(event, Finished):
-                provider_data = event.provider_data
+        stream = self.provider.stream(request)
+        try:
+            async for event in stream:
+                self._on_provider_event(event, round_index, calls)
+                if isinstance(event, UsageReport):
+                    usage = event.usage  # cumulative within a request: replace, never add
+                elif isinstance(event, Finished):
+                    provider_data = event.provider_data
+        finally:
+            # A cancelled run closes the HTTP stream now, not at garbage collection.
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
         self.usage = self.usage + usage
+
         self.message.usage = self.usage
         text = "".join(self._partial_text)
         self._partial_text = []
@@ -282,6 +309,16 @@ class Run:
         if forced and calls:
             logger.warning("model asked for tools after tools were forbidden; ignoring the calls")
         return text, calls, usage, provider_data
+
+    def _on_provider_event(self, event: Any, round_index: int, calls: list[ToolCall]) -> None:
+        if isinstance(event, TextChunk):
+            if event.text:
+                if not self._partial_text:
+                    self._emit(Status("Formulating response…"))
+                self._partial_text.append(event.text)
+                self._emit(TextDelta(event.text, round_index))
+        elif isinstance(event, ToolCallReady):
+            calls.append(event.call)
 
     async def _call_tools(self, tool_round: ToolRound, round_index: int) -> None:
         assert self.message.rounds is not None
@@ -294,7 +331,9 @@ class Run:
             self._emit(ToolCallStarted(call, round_index))
 
         def on_result(result: ToolResult) -> None:
-            tool_round.results.append(result)  # completion order; reordered below
+            if self._pending_round is not tool_round:  # the run already wrapped up this round
+                return
+            tool_round.results.append(result)
             logger.info(
                 "result %s %s: %s in %.3f s",
                 result.call_id,
@@ -335,6 +374,16 @@ class Run:
         ][-count:]
         return f"Stopped after {count} consecutive failed tool calls:\n" + "\n".join(failures)
 
+    def _gathered_summary(self) -> str:
+        """The forced final answer when the model gave no text: what the tools returned."""
+        rounds = self.message.rounds or []
+        lines = [f"Stopped after {len(rounds)} tool rounds without a final answer. Tool results:"]
+        for rnd in rounds:
+            for r in rnd.results:
+                first_line = (r.content.splitlines() or [""])[0][:200]
+                lines.append(f"- {r.name}: {first_line}")
+        return "\n".join(lines)
+
     def _finish(self) -> None:
         """Make the history valid, build the RunResult and close the event stream (idempotent)."""
         if self.result is not None:
@@ -343,7 +392,10 @@ class Run:
         self._complete_pending_round(stop_reason)
         if stop_reason in _STOP_NOTES and not self.message.content:
             partial = "".join(self._partial_text)
-            self.message.content = (partial + "\n\n" if partial else "") + _STOP_NOTES[stop_reason]
+            note = _STOP_NOTES[stop_reason]
+            if self._error is not None:
+                note = f"[run failed: {type(self._error).__name__}: {self._error}]"
+            self.message.content = (partial + "\n\n" if partial else "") + note
         self.message.stop_reason = stop_reason
         self.message.usage = self.usage
         rounds = self.message.rounds or []

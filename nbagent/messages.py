@@ -267,11 +267,12 @@ class Conversation:
                 if tool_round.assistant_text:
                     lines += ["", tool_round.assistant_text]
                 lines.append("")
-                for call, result in zip(tool_round.calls, tool_round.results):
+                for call, result in zip(tool_round.calls, tool_round.results, strict=False):
                     args = json.dumps(call.arguments, ensure_ascii=False)
                     status = "ok" if result.ok else "error"
                     lines.append(f"- `{call.name}({args})` -> {status}")
-                    lines += ["", "  ```", *("  " + x for x in result.content.splitlines()), "  ```"]
+                    body = ("  " + x for x in result.content.splitlines())
+                    lines += ["", "  ```", *body, "  ```"]
                 lines.append("")
             lines += [message.content, ""]
         return "\n".join(lines)

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import Message, ToolCall, ToolResult
+from .messages import Message, ToolCall, ToolResult, Usage
 from .providers.base import (
     Finished,
     ModelRequest,
@@ -33,7 +33,6 @@ from .providers.base import (
     ToolCallReady,
     UsageReport,
 )
-from .messages import Usage
 
 
 @dataclass
@@ -54,7 +53,8 @@ def call(name: str, /, **arguments: Any) -> ToolCall:
 
 def raw_call(name: str, raw_arguments: str) -> ToolCall:
     """A tool call whose arguments arrive as (possibly malformed) text, as OpenAI sends them."""
-    return ToolCall(id=f"call_{next(_call_ids)}", name=name, arguments={}, raw_arguments=raw_arguments)
+    call_id = f"call_{next(_call_ids)}"
+    return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw_arguments)
 
 
 def reply(text: str = "", calls: Iterable[ToolCall] = ()) -> Reply:
@@ -140,7 +140,8 @@ class ScriptedModel:
                 try:
                     return next(iterator)
                 except StopIteration:
-                    raise RuntimeError(f"ScriptedModel ran out of its {len(replies)} replies") from None
+                    message = f"ScriptedModel ran out of its {len(replies)} replies"
+                    raise RuntimeError(message) from None
 
             script = from_list
         self.script: Script = script
@@ -155,9 +156,9 @@ class ScriptedModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         snapshot = [Message.from_dict(m.to_dict()) for m in request.messages]
         # Live values (DataFrames) are not serialised; keep them visible to scripts.
-        for copy, original in zip(snapshot, request.messages):
-            for rnd_copy, rnd in zip(copy.rounds or [], original.rounds or []):
-                for res_copy, res in zip(rnd_copy.results, rnd.results):
+        for copy, original in zip(snapshot, request.messages, strict=True):
+            for rnd_copy, rnd in zip(copy.rounds or [], original.rounds or [], strict=True):
+                for res_copy, res in zip(rnd_copy.results, rnd.results, strict=True):
                     res_copy.value = res.value
         scripted = ScriptedRequest(request, snapshot)
         self.requests.append(scripted)

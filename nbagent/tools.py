@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from .messages import ToolCall, ToolResult, ToolSpec
 
 DEFAULT_TOOL_TIMEOUT = 60.0
 PER_CALL_CHARS = 4_000
 PER_ROUND_CHARS = 16_000
+MIN_CALL_CHARS = 200
+"""Even when the round budget is spent, a result keeps this much (an error must stay readable)."""
 
 
 class Tool:
-    """A Python function the model may call. Calling the Tool calls the function."""
+    """A Python function the model may call. Calling the Tool calls the function.
+
+    Sync and async functions, bound methods, ``functools.partial`` objects and
+    callable objects all work. ``@tool`` on a method inside a class works too:
+    ``obj.method`` is then a Tool bound to ``obj``.
+    """
 
     def __init__(
         self,
@@ -36,7 +44,7 @@ class Tool:
 
         self.fn = fn
         self.name = name or _function_name(fn)
-        schema = function_schema(fn)
+        schema = function_schema(fn, name=self.name)
         self.description = description or schema.description
         self.parameters = schema.parameters
         self._validator = schema.validator
@@ -45,7 +53,8 @@ class Tool:
         self.max_output_chars = max_output_chars
         self.sequential = sequential
         self.is_async = _is_async(fn)
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        if not isinstance(fn, functools.partial):
+            functools.update_wrapper(self, fn)
 
     @property
     def spec(self) -> ToolSpec:
@@ -53,6 +62,15 @@ class Tool:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Tool:
+        """``@tool`` on a method: ``obj.method`` is a Tool bound to ``obj``."""
+        if instance is None or not inspect.isfunction(self.fn):
+            return self
+        bound = object.__new__(Tool)
+        bound.__dict__.update(self.__dict__)
+        bound.fn = self.fn.__get__(instance, owner)  # the schema already skips ``self``
+        return bound
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -123,6 +141,16 @@ def tool(
     """Turn a function into a :class:`Tool` and add it to the kernel-wide registry.
 
     Works bare (``@tool``) and with options (``@tool(timeout=5)``).
+
+    Args:
+        fn: the function (sync or async), method, partial or callable object.
+        name: the name the model sees (default: the function's name).
+        description: what the model is told the tool does (default: the docstring).
+        timeout: seconds before a call becomes a "timed out" error result.
+        requires_approval: ask a human (or the ``NBAGENT_APPROVAL`` policy) first.
+        max_output_chars: per-call limit of the text the model sees.
+        sequential: never run two calls of sequential tools at the same time.
+        register: add the tool to the kernel-wide registry (``REGISTRY``).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -135,11 +163,19 @@ def tool(
             max_output_chars=max_output_chars,
             sequential=sequential,
         )
-        if register:
+        # Methods are registered only once bound (``obj.method``): unbound they lack ``self``.
+        if register and not _looks_like_method(f):
             REGISTRY.add(t)
         return t
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _looks_like_method(f: Callable[..., Any]) -> bool:
+    if not inspect.isfunction(f):
+        return False
+    params = list(inspect.signature(f).parameters)
+    return bool(params) and params[0] in ("self", "cls") and "." in f.__qualname__
 
 
 def as_tools(tools: Iterable[Tool | Callable[..., Any]] | None) -> dict[str, Tool]:
@@ -155,18 +191,22 @@ def as_tools(tools: Iterable[Tool | Callable[..., Any]] | None) -> dict[str, Too
 
 # --- execution -------------------------------------------------------------------
 
-Approver = Callable[[ToolCall, Tool], "bool | tuple[bool, str] | Awaitable[bool | tuple[bool, str]]"]
+Decision: TypeAlias = "bool | tuple[bool, str]"
+Approver = Callable[[ToolCall, Tool], "Decision | Awaitable[Decision]"]
 """Decides a ``requires_approval`` call: True/False, or (decision, who decided)."""
 
 
 class _Outcome:
-    __slots__ = ("value", "error", "tb", "approval")
+    """What running one call produced, before it becomes model text."""
+
+    __slots__ = ("value", "error", "tb", "approval", "duration")
 
     def __init__(self) -> None:
         self.value: Any = None
         self.error: str | None = None
         self.tb: str | None = None
         self.approval: str | None = None
+        self.duration = 0.0
 
 
 async def execute_round(
@@ -181,49 +221,86 @@ async def execute_round(
 ) -> list[ToolResult]:
     """Run one round's calls and return one result per call, in call order.
 
-    Calls run concurrently (async tools as tasks, sync tools in daemon threads) except
-    ``sequential`` tools, which run one after another. A call that exceeds its timeout
-    becomes an error result; its thread is abandoned, never waited for.
-    """
-    from ._format import to_model_text
+    Calls run concurrently (async tools as tasks, sync tools in daemon threads);
+    calls of ``sequential`` tools run one after another, in call order. A call
+    that exceeds its timeout becomes an error result; its thread is abandoned,
+    never waited for.
 
-    results: list[ToolResult | None] = [None] * len(calls)
-    budget = [per_round_chars]
+    Results become model text in call order, each under
+    ``min(per-call limit, what is left of the round budget)``, so the text does
+    not depend on which call happened to finish first (replays stay exact).
+    ``on_result`` sees each result as soon as it and all calls before it are done.
+    """
+    outcomes: list[_Outcome | None] = [None] * len(calls)
+    results: list[ToolResult] = []
+    budget = per_round_chars
     sequential_lock = asyncio.Lock()
+
+    def publish_ready() -> None:
+        nonlocal budget
+        while len(results) < len(calls) and outcomes[len(results)] is not None:
+            index = len(results)
+            call, outcome = calls[index], outcomes[index]
+            assert outcome is not None
+            t = tools.get(call.name)
+            limit = (t.max_output_chars if t and t.max_output_chars else None) or per_call_chars
+            limit = max(min(limit, budget), MIN_CALL_CHARS)
+            result = _to_result(call, outcome, limit)
+            budget -= len(result.content)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
 
     async def run_one(index: int, call: ToolCall) -> None:
         started = time.perf_counter()
-        t = tools.get(call.name)
         outcome = _Outcome()
+        t = tools.get(call.name)
         if t is None:
             available = ", ".join(sorted(tools)) or "(none)"
             outcome.error = f"Unknown tool {call.name!r}. Available tools: {available}."
-        else:
-            if t.sequential:
-                async with sequential_lock:
-                    await _invoke(t, call, outcome, approver, default_timeout)
-            else:
+        elif t.sequential:
+            async with sequential_lock:
+                started = time.perf_counter()  # waiting for the lock is not the call's time
                 await _invoke(t, call, outcome, approver, default_timeout)
-        duration = time.perf_counter() - started
-        if outcome.error is None:
-            limit = min(t.max_output_chars or per_call_chars, max(budget[0], 200)) if t else 0
-            content, truncated = to_model_text(outcome.value, limit)
-            budget[0] -= len(content)
-            result = ToolResult(
-                call.id, call.name, True, content, None, duration, truncated,
-                approval=outcome.approval, value=outcome.value,
-            )
         else:
-            result = ToolResult(
-                call.id, call.name, False, f"Error: {outcome.error}", outcome.error, duration,
-                traceback=outcome.tb, approval=outcome.approval,
-            )
-        results[index] = result
-        if on_result is not None:
-            on_result(result)
+            await _invoke(t, call, outcome, approver, default_timeout)
+        outcome.duration = time.perf_counter() - started
+        outcomes[index] = outcome
+        publish_ready()
 
-    await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls)))
-    return [r for r in results if r is not None]
+    try:
+        if len(calls) == 1:  # the common case: no task machinery needed
+            await run_one(0, calls[0])
+        else:
+            await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls)))
+    except asyncio.CancelledError:
+        # The run is stopping: hand over the calls that did finish (out of order if
+        # an earlier one is stuck) so their real results are kept; the loop gives
+        # the unfinished ones a synthetic result.
+        for index, outcome in enumerate(outcomes):
+            if index >= len(results) and outcome is not None and on_result is not None:
+                on_result(_to_result(calls[index], outcome, MIN_CALL_CHARS * 5))
+        raise
+    return results
+
+
+def _to_result(call: ToolCall, outcome: _Outcome, limit: int) -> ToolResult:
+    from ._format import cut_middle, to_model_text
+
+    if outcome.error is None:
+        try:
+            content, truncated = to_model_text(outcome.value, limit)
+        except Exception as exc:  # a broken __repr__ must not kill the run
+            content, truncated = f"<{type(outcome.value).__name__}: unprintable ({exc})>", False
+        return ToolResult(
+            call.id, call.name, True, content, None, outcome.duration, truncated,
+            approval=outcome.approval, value=outcome.value,
+        )  # fmt: skip
+    error, truncated = cut_middle(outcome.error, limit - len("Error: "))
+    return ToolResult(
+        call.id, call.name, False, f"Error: {error}", error, outcome.duration, truncated,
+        traceback=outcome.tb, approval=outcome.approval,
+    )  # fmt: skip
 
 
 async def _invoke(
@@ -254,9 +331,11 @@ async def _invoke(
             outcome.value = await asyncio.wait_for(_in_thread(t.fn, arguments), timeout)
     except asyncio.TimeoutError:
         outcome.error = f"{t.name} timed out after {timeout:g} s"
-    except Exception as exc:  # a failing tool never kills the run
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # a failing tool never kills the run (not even SystemExit)
         outcome.error = f"{type(exc).__name__}: {exc}"
-        outcome.tb = traceback.format_exc()
+        outcome.tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
 async def _ask(approver: Approver | None, call: ToolCall, t: Tool) -> tuple[bool, str]:
@@ -273,22 +352,28 @@ async def _ask(approver: Approver | None, call: ToolCall, t: Tool) -> tuple[bool
 
 
 def _in_thread(fn: Callable[..., Any], arguments: dict[str, Any]) -> asyncio.Future[Any]:
-    """Run ``fn`` in a daemon thread; a hung tool cannot block the loop or interpreter exit."""
+    """Run ``fn`` in a daemon thread; a hung tool cannot block the loop or interpreter exit.
+
+    Not a ThreadPoolExecutor: its workers are joined at interpreter exit, so one
+    stuck tool would hang the process, and a stuck worker would hold a pool slot.
+    """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
 
     def deliver(ok: bool, payload: Any) -> None:
-        if future.done():
+        if future.done():  # timed out or cancelled meanwhile: drop the late result
             return
         if ok:
             future.set_result(payload)
+        elif isinstance(payload, StopIteration):  # futures refuse StopIteration itself
+            future.set_exception(RuntimeError(f"StopIteration: {payload}"))
         else:
             future.set_exception(payload)
 
     def target() -> None:
         try:
-            value = fn(**arguments)
-            ok = True
+            value, ok = context.run(fn, **arguments), True
         except BaseException as exc:
             value, ok = exc, False
         try:
@@ -296,5 +381,6 @@ def _in_thread(fn: Callable[..., Any], arguments: dict[str, Any]) -> asyncio.Fut
         except RuntimeError:  # the loop closed while the tool ran (run timed out long ago)
             pass
 
-    threading.Thread(target=target, name=f"nbagent-tool-{_function_name(fn)}", daemon=True).start()
+    name = f"nbagent-tool-{_function_name(fn)}"
+    threading.Thread(target=target, name=name, daemon=True).start()
     return future
