@@ -304,3 +304,82 @@ def _all_json_lines(raw: bytes) -> bool:
     except ValueError:
         return False
     return True
+
+
+# --------------------------------------------------------------------------- replay tools
+
+_JSON_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+
+
+def recorded_tool(
+    name: str,
+    description: str,
+    parameters: dict[str, Any] | None,
+    answer: Any,
+) -> Any:
+    """An nbagent Tool named and shaped like a recorded tool declaration.
+
+    Its Python signature is built from the JSON schema (top-level properties,
+    ``required`` ones without default), so nbagent declares the same names, types
+    and required set. ``answer(name, arguments) -> str`` gives the recorded result.
+    """
+    import inspect
+
+    from nbagent.tools import Tool
+
+    props = (parameters or {}).get("properties") or {}
+    required = set((parameters or {}).get("required") or [])
+    params = []
+    annotations: dict[str, Any] = {}
+    for pname, prop in props.items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        annotation = _JSON_TYPES.get(kind, Any) if isinstance(kind, str) else Any
+        if pname not in required:
+            annotation = annotation | None if annotation is not Any else Any
+        annotations[pname] = annotation
+        default = inspect.Parameter.empty if pname in required else None
+        params.append(
+            inspect.Parameter(
+                pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+            )
+        )
+
+    def fn(**kwargs: Any) -> Any:
+        return answer(name, {k: v for k, v in kwargs.items() if v is not None})
+
+    fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    fn.__annotations__ = annotations
+    fn.__name__ = name
+    fn.__doc__ = description
+    return Tool(fn, name=name, description=description)
+
+
+class RecordedResults:
+    """Recorded tool results, looked up by tool name and arguments (FIFO per name
+    as a fallback). ``add(name, arguments, content)`` in recorded call order."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[str, Any, str]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def add(self, name: str, arguments: Any, content: str) -> None:
+        self._items.append((name, arguments, content))
+
+    def __call__(self, name: str, arguments: dict[str, Any]) -> str:
+        self.calls.append((name, arguments))
+        for item in self._items:
+            if item[0] == name and item[1] == arguments:
+                self._items.remove(item)
+                return item[2]
+        for item in self._items:
+            if item[0] == name:
+                self._items.remove(item)
+                return item[2]
+        raise AssertionError(f"no recorded result for {name}({arguments})")

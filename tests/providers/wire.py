@@ -111,6 +111,7 @@ class WireServer:
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._server: asyncio.base_events.Server | None = None
@@ -145,10 +146,14 @@ class WireServer:
         async def stop() -> None:
             assert self._server is not None
             self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(5)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
 
     # -- server ----------------------------------------------------------------------
 
@@ -163,6 +168,9 @@ class WireServer:
         self._loop.run_forever()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
         try:
             while True:  # keep-alive: several requests per connection
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -183,9 +191,10 @@ class WireServer:
                     reply = Reply(599, {"error": {"message": "no scripted reply left"}})
                 if not await self._write(writer, reply):
                     return
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
         finally:
+            self._tasks.discard(task)
             if not writer.transport.is_closing():
                 writer.close()
 

@@ -1,0 +1,299 @@
+"""OpenAI Chat Completions, and every server that speaks it (llama.cpp, vLLM, Ollama /v1...).
+
+``Agent("openai:gpt-4o-mini")`` uses ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``;
+``Agent("openai:any-name", base_url="http://127.0.0.1:8080/v1")`` talks to a
+compatible server, which needs no key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from ..errors import ConfigError, ProviderError
+from ..messages import Message, ToolCall, ToolResult, Usage, new_id
+from ._http import HttpSession
+from .base import (
+    Finished,
+    ModelRequest,
+    ProviderEvent,
+    TextChunk,
+    ToolCallReady,
+    UsageReport,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def _is_openai(base_url: str) -> bool:
+    return (urlsplit(base_url).hostname or "").endswith("openai.com")
+
+
+class OpenAIProvider:
+    """Chat Completions over httpx, streaming (SSE) or not, with tool calls."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        env: Mapping[str, str] | None = None,
+        max_retries: int = 3,
+        timeout: float | httpx.Timeout | None = None,
+    ) -> None:
+        env = os.environ if env is None else env
+        self.model = model
+        self.base_url = (base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        key = api_key or env.get("OPENAI_API_KEY")
+        if not model:
+            raise ConfigError("Name a model: Agent('openai:gpt-4o-mini').")
+        # Compatible servers (llama.cpp, vLLM, Ollama, LM Studio) usually need no key.
+        if not key and _is_openai(self.base_url):
+            raise ConfigError(
+                "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key=... "
+                "(a local base_url= server needs none)."
+            )
+        headers: dict[str, str] = {}
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        if env.get("OPENAI_ORG_ID"):
+            headers["openai-organization"] = env["OPENAI_ORG_ID"]
+        if env.get("OPENAI_PROJECT_ID"):
+            headers["openai-project"] = env["OPENAI_PROJECT_ID"]
+        self._official = _is_openai(self.base_url)
+        self._http = HttpSession(
+            self.name,
+            base_url=self.base_url,
+            headers=headers,
+            secrets=[key],
+            auth_hint="set OPENAI_API_KEY or pass api_key=...",
+            http_client=http_client,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(model={self.model!r}, base_url={self._http.redact(self.base_url)!r})"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- request -------------------------------------------------------------------
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The Chat Completions request body for ``request``."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": expand_messages(request),
+        }
+        if request.tools:
+            # Keep the tools for a forced final answer and say "none" instead.
+            body["tools"] = [tool_declaration(t.name, t.description, t.parameters) for t in request.tools]
+            body["tool_choice"] = request.tool_choice
+        if request.max_output_tokens is not None:
+            # Compatible servers know only the older name.
+            key = "max_completion_tokens" if self._official else "max_tokens"
+            body[key] = request.max_output_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        body.update(request.extra)
+        return body
+
+    # -- response ------------------------------------------------------------------
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        body = self.build_body(request)
+        if not request.stream:
+            data = await self._http.post_json("/chat/completions", body)
+            for event in self._parse_reply(data):
+                yield event
+            return
+        calls = _CallBuilder()
+        finish_reason: str | None = None
+        done = False
+        async for _, chunk in self._http.stream_sse("/chat/completions", body):
+            if chunk == "[DONE]":
+                done = True
+                break
+            if not isinstance(chunk, dict):
+                continue  # unknown non-JSON data line
+            usage = chunk.get("usage")
+            if usage:
+                yield UsageReport(_usage(usage))
+            for choice in chunk.get("choices") or ():
+                delta = choice.get("delta") or {}
+                text = delta.get("content")
+                if text:
+                    yield TextChunk(text)
+                for tool_delta in delta.get("tool_calls") or ():
+                    calls.add(tool_delta)
+                if choice.get("finish_reason"):
+                    finish_reason = choice["finish_reason"]
+        if not done:
+            # Calls received so far may be cut short: none of them is emitted.
+            raise ProviderError(
+                self.name, None, "incomplete_stream", "the stream ended before data: [DONE]"
+            )
+        for call in calls.finish():
+            yield ToolCallReady(call)
+        yield Finished(finish_reason)
+
+    def _parse_reply(self, data: Any) -> list[ProviderEvent]:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not choices:
+            raise ProviderError(self.name, None, "malformed_response", "reply has no choices")
+        choice = choices[0]
+        message = choice.get("message") or {}
+        events: list[ProviderEvent] = []
+        content = message.get("content")
+        if isinstance(content, list):  # a list of text parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        if content:
+            events.append(TextChunk(content))
+        if data.get("usage"):
+            events.append(UsageReport(_usage(data["usage"])))
+        builder = _CallBuilder()
+        for index, tool_call in enumerate(message.get("tool_calls") or ()):
+            builder.add({"index": index, **tool_call})
+        events += [ToolCallReady(call) for call in builder.finish()]
+        events.append(Finished(choice.get("finish_reason")))
+        return events
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def tool_declaration(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name, "description": description}
+    if parameters:
+        function["parameters"] = parameters
+    return {"type": "function", "function": function}
+
+
+def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The compact history as Chat Completions messages (see providers/base.py)."""
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        if message.role == "user":
+            out.append({"role": "user", "content": message.content})
+        elif message.role == "system":
+            out.append({"role": "system", "content": message.content})
+        else:
+            out += _expand_assistant(message)
+    if request.final_instruction:
+        out.append({"role": "user", "content": request.final_instruction})
+    return out
+
+
+def _expand_assistant(message: Message) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for tool_round in message.rounds or ():
+        out.append(
+            {
+                "role": "assistant",
+                "content": tool_round.assistant_text or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": _arguments_text(call)},
+                    }
+                    for call in tool_round.calls
+                ],
+            }
+        )
+        results = {r.call_id: r for r in tool_round.results}
+        for call in tool_round.calls:
+            result = results.get(call.id) or ToolResult(
+                call.id, call.name, False, "Error: no result", "no result"
+            )
+            out.append({"role": "tool", "tool_call_id": call.id, "content": result.content})
+    if message.content:
+        out.append({"role": "assistant", "content": message.content})
+    return out
+
+
+def _arguments_text(call: ToolCall) -> str:
+    # Send the model's own text back byte-for-byte (even when it was not valid JSON).
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return json.dumps(call.arguments, ensure_ascii=False)
+
+
+def _usage(data: dict[str, Any]) -> Usage:
+    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+
+
+def parse_arguments(text: str) -> dict[str, Any] | None:
+    """Arguments as a dict, ``{}`` for empty text, None when not a JSON object."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class _CallBuilder:
+    """Merges streamed tool-call deltas per ``index``; parses arguments once, at the end.
+
+    A delta with a new non-empty ``id`` at an index already in use starts a new
+    call (some servers reuse index 0 for parallel calls).
+    """
+
+    def __init__(self) -> None:
+        self._calls: list[dict[str, Any]] = []
+        self._by_index: dict[Any, dict[str, Any]] = {}
+
+    def add(self, delta: dict[str, Any]) -> None:
+        index = delta.get("index", len(self._calls) if delta.get("id") else None)
+        call_id = delta.get("id") or ""
+        current = self._by_index.get(index)
+        if current is None and index is None and self._calls:
+            current = self._calls[-1]
+        if current is None or (call_id and current["id"] and call_id != current["id"]):
+            current = {"id": call_id, "name": "", "args": []}
+            self._calls.append(current)
+            self._by_index[index] = current
+        elif call_id and not current["id"]:
+            current["id"] = call_id
+        function = delta.get("function") or {}
+        if function.get("name") and not current["name"]:
+            current["name"] = function["name"]
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            current["args"].append(arguments)
+        elif isinstance(arguments, dict):  # lenient servers send an object
+            current["args"].append(json.dumps(arguments))
+
+    def finish(self) -> list[ToolCall]:
+        calls = []
+        for item in self._calls:
+            if not item["name"]:
+                continue  # a fragment without a function name cannot be run
+            raw = "".join(item["args"])
+            parsed = parse_arguments(raw)
+            calls.append(
+                ToolCall(
+                    id=item["id"] or new_id("call_"),
+                    name=item["name"],
+                    arguments=parsed if parsed is not None else {},
+                    raw_arguments=raw,
+                )
+            )
+        return calls
