@@ -107,7 +107,9 @@ class OllamaProvider:
         )
 
     def __repr__(self) -> str:
-        return f"OllamaProvider(model={self.model!r}, base_url={self._http.redact(self.base_url)!r})"
+        return (
+            f"OllamaProvider(model={self.model!r}, base_url={self._http.redact(self.base_url)!r})"
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -82,7 +82,9 @@ class OpenAIProvider:
         )
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, base_url={self._http.redact(self.base_url)!r})"
+        return (
+            f"OpenAIProvider(model={self.model!r}, base_url={self._http.redact(self.base_url)!r})"
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -97,7 +99,9 @@ class OpenAIProvider:
         }
         if request.tools:
             # Keep the tools for a forced final answer and say "none" instead.
-            body["tools"] = [tool_declaration(t.name, t.description, t.parameters) for t in request.tools]
+            body["tools"] = [
+                tool_declaration(t.name, t.description, t.parameters) for t in request.tools
+            ]
             body["tool_choice"] = request.tool_choice
         if request.max_output_tokens is not None:
             # Compatible servers know only the older name.

@@ -132,7 +132,7 @@ async def test_replay_tool_cassette(wire_server: WireServer, name: str) -> None:
     assert wire_server.count == len(cassette.requests)
     assert len(result.rounds) == len(cassette.requests) - 1
     assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
-    for sent, recorded in zip(wire_server.requests, cassette.requests):
+    for sent, recorded in zip(wire_server.requests, cassette.requests, strict=True):
         assert sent.path == "/v1/chat/completions"
         assert sent.headers["authorization"] == "Bearer sk-replay-key"
         ours, theirs = sent.json(), recorded.json()
@@ -172,13 +172,45 @@ async def test_replay_stream_and_non_stream_same_events(wire_server: WireServer)
 
     call = streamed.rounds[0].calls[0]
     wire_server.add(
-        Reply(200, {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None, "tool_calls": [{"id": call.id, "type": "function",
-            "function": {"name": "multiply", "arguments": call.raw_arguments}}]}}],
-            "usage": {"prompt_tokens": 57, "completion_tokens": 19}}),
-        Reply(200, {"choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": streamed.output}}],
-            "usage": {"prompt_tokens": 88, "completion_tokens": 12}}),
+        Reply(
+            200,
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": call.id,
+                                    "type": "function",
+                                    "function": {
+                                        "name": "multiply",
+                                        "arguments": call.raw_arguments,
+                                    },
+                                }
+                            ],
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 57, "completion_tokens": 19},
+            },
+        ),
+        Reply(
+            200,
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": streamed.output},
+                    }
+                ],
+                "usage": {"prompt_tokens": 88, "completion_tokens": 12},
+            },
+        ),
     )
     results = recorded_results(cassette)
     agent = agent_for(cassette, wire_server, results)
