@@ -1,0 +1,654 @@
+"""``%%agent`` and ``%agent``: run the agent from a notebook cell.
+
+``%load_ext nbagent`` calls :func:`register`. This is the only module that
+imports IPython at module level; the rest of the package stays usable in plain
+Python. The magic is a thin shell over :class:`nbagent.Agent`: it keeps one
+agent per shell (so consecutive cells continue one conversation), runs it with
+``iterate_in_background`` (the loop runs in nbagent's event-loop thread while
+the cell's thread draws the live display and asks approval questions), and
+leaves the :class:`~nbagent.RunResult` in a user variable.
+
+To make ``%%agent`` use an agent or provider object of your own (a
+``ScriptedModel`` in tests, a provider with custom options)::
+
+    nbagent.magic.use(my_agent)     # or: %agent model my_provider_variable
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import keyword
+import re
+import shlex
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import StdinNotImplementedError, UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from .agent import Agent
+from .errors import ConfigError, NbAgentError
+from .messages import ToolCall
+from .tools import REGISTRY, Tool
+
+if TYPE_CHECKING:
+    from .loop import RunResult
+    from .render import Transcript
+
+__all__ = ["AgentMagics", "current_agent", "register", "use"]
+
+UPDATE_INTERVAL = 0.1
+"""Seconds between live display updates (at most ~10 a second, however fast tokens come)."""
+
+
+def register(ipython: Any) -> AgentMagics:
+    """Register ``%%agent`` / ``%agent`` on ``ipython`` (idempotent) and return the magics."""
+    existing = ipython.magics_manager.registry.get("AgentMagics")
+    if isinstance(existing, AgentMagics):
+        return existing
+    magics = AgentMagics(ipython)
+    ipython.register_magics(magics)
+    return magics
+
+
+def _magics(shell: Any = None) -> AgentMagics:
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is None:
+            raise ConfigError("nbagent.magic needs a running IPython shell or kernel.")
+    return register(shell)
+
+
+def use(agent: Agent | Any, *, shell: Any = None) -> Agent:
+    """Make ``%%agent`` in this shell use ``agent``.
+
+    ``agent`` may be an :class:`Agent` (used as is, with its own conversation), a
+    provider object (``ScriptedModel(...)``, ``OpenAIProvider(...)``) or a model string;
+    for the last two the current conversation is kept.
+    """
+    return _magics(shell).set_model(agent)
+
+
+def current_agent(shell: Any = None) -> Agent:
+    """The agent ``%%agent`` uses in this shell (created on first use)."""
+    return _magics(shell).get_agent()
+
+
+# --- prompt interpolation ----------------------------------------------------------
+
+_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
+_VALUE_CHARS = 2_000
+
+
+def describe_value(value: Any) -> str:
+    """How a user variable appears in a prompt: DataFrames compactly, long text cut."""
+    module = type(value).__module__ or ""
+    if module.startswith("pandas") and type(value).__name__ in ("DataFrame", "Series"):
+        rows = value.shape[0]
+        cols = value.shape[1] if len(value.shape) > 1 else 1
+        kind = type(value).__name__
+        head = value.head(5).to_string(max_cols=20, max_colwidth=40)
+        return f"<{kind} with {rows} rows × {cols} columns; first {min(rows, 5)} rows:>\n{head}"
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > _VALUE_CHARS:
+        from ._format import cut_middle
+
+        text = cut_middle(text, _VALUE_CHARS)[0]
+    return text
+
+
+def interpolate(text: str, namespace: dict[str, Any]) -> str:
+    """Replace ``{name}`` (or ``{name.attr}``) from ``namespace``; ``{{``/``}}`` are literal.
+
+    Braces around anything that is not a name (JSON, set literals) are left alone.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "{{":
+            return "{"
+        if token == "}}":
+            return "}"
+        head, *attrs = match.group(1).split(".")
+        if head not in namespace:
+            raise UsageError(
+                f"{{{match.group(1)}}} in the prompt: {head!r} is not defined in the notebook "
+                "(write {{ and }} for literal braces)."
+            )
+        value = namespace[head]
+        for attr in attrs:
+            try:
+                value = getattr(value, attr)
+            except AttributeError:
+                raise UsageError(
+                    f"{{{match.group(1)}}} in the prompt: no attribute {attr!r}."
+                ) from None
+        return describe_value(value)
+
+    return _FIELD.sub(replace, text)
+
+
+# --- one cell's run -------------------------------------------------------------------
+
+
+@dataclass
+class _ApprovalRequest:
+    """Posted by the approver (loop thread), answered in the cell's thread."""
+
+    call: ToolCall
+    tool: Tool
+    answer: concurrent.futures.Future[tuple[bool, str]]
+
+
+_TICK = object()  # "nothing new": lets the cell's thread flush throttled updates
+_END = object()
+
+
+def _signature(call: ToolCall) -> str:
+    args = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in call.arguments.items())
+    return f"{call.name}({args[:200]})"
+
+
+class CellRun:
+    """One ``%%agent`` cell: runs the agent, throttles display updates, answers approvals.
+
+    Independent of IPython's magic machinery: ``display(bundle)`` must show a mime
+    bundle and return a handle with ``update(bundle, raw=True)``. With ``live=False``
+    (terminal IPython, where every update would print again) only the final
+    rendering is displayed.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        prompt: str,
+        overrides: dict[str, Any],
+        *,
+        display: Any,
+        live: bool = True,
+        interval: float = UPDATE_INTERVAL,
+    ) -> None:
+        from .render import Transcript
+
+        self.agent = agent
+        self.prompt = prompt
+        self.overrides = overrides
+        self.interval = interval
+        self.transcript: Transcript = Transcript()
+        self.transcript.status = "Starting…"
+        self.display = display
+        self.live = live
+        self.handle: Any = None
+        self.updates = 0
+        """Display updates sent after the first display (for tests and benchmarks)."""
+        self.interrupted = False
+        self._dirty = False
+        self._last = 0.0
+        self._cancel_requested = False
+
+    # -- loop-thread side --------------------------------------------------------------
+
+    async def _events(self) -> AsyncIterator[Any]:
+        """The agent's events, plus approval requests and ticks, in one stream."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        overrides = dict(self.overrides)
+        if self.agent.settings.approver is None and "approver" not in overrides:
+
+            async def ask_in_cell(call: ToolCall, tool: Tool) -> tuple[bool, str]:
+                answer: concurrent.futures.Future[tuple[bool, str]] = concurrent.futures.Future()
+                await queue.put(_ApprovalRequest(call, tool, answer))
+                return await asyncio.wrap_future(answer)
+
+            overrides["approver"] = ask_in_cell
+
+        async def pump() -> None:
+            try:
+                async for event in self.agent.stream(self.prompt, **overrides):
+                    await queue.put(event)
+                    if self._cancel_requested:
+                        self.agent.cancel()  # an interrupt that came before the run existed
+            except BaseException as exc:
+                await queue.put(_Failure(exc))
+            finally:
+                queue.put_nowait(_END)
+
+        task = asyncio.ensure_future(pump())
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), self.interval)
+                except asyncio.TimeoutError:
+                    yield _TICK
+                    continue
+                if item is _END:
+                    break
+                if isinstance(item, _Failure):
+                    raise item.error
+                yield item
+        finally:
+            if not task.done():
+                self.agent.cancel()
+                await asyncio.wait([task], timeout=5)
+
+    def _cancel(self) -> None:
+        self._cancel_requested = True
+        self.agent.cancel()
+
+    # -- cell-thread side --------------------------------------------------------------
+
+    def run(self) -> RunResult | None:
+        """Run to the end; a KeyboardInterrupt cancels the run and is swallowed here."""
+        from ._sync import background_loop, iterate_in_background
+
+        if self.live:
+            self.handle = self.display(self.transcript.bundle())
+        items = iterate_in_background(self._events, self._cancel)
+        while True:
+            try:
+                item = next(items)
+            except StopIteration:
+                break
+            except KeyboardInterrupt:
+                # iterate_in_background re-raises after the remaining events were delivered
+                self.interrupted = True
+                break
+            try:
+                self._handle(item)
+            except KeyboardInterrupt:
+                # The interrupt landed in our own code: cancel, keep draining the events.
+                self.interrupted = True
+                background_loop().call_soon_threadsafe(self._cancel)
+        if self.interrupted:
+            self.transcript.mark_interrupted()
+        if self.live:
+            self._refresh(force=True)  # always a final update, whatever the throttle held back
+        else:
+            self.handle = self.display(self.transcript.bundle())
+        return self.transcript.result
+
+    def _handle(self, item: Any) -> None:
+        if isinstance(item, _ApprovalRequest):
+            self._refresh(force=True)
+            item.answer.set_result(self._ask(item))
+        elif item is not _TICK:
+            self._dirty = self.transcript.feed(item) or self._dirty
+        self._refresh()
+
+    def _ask(self, request: _ApprovalRequest) -> tuple[bool, str]:
+        """Ask the user through input(); without stdin, the NBAGENT_APPROVAL policy decides."""
+        question = f"nbagent: allow {_signature(request.call)}? [y/N] "
+        try:
+            answer = input(question)
+        except (StdinNotImplementedError, EOFError, OSError):
+            from ._approval import policy_approver
+
+            approved, who = policy_approver()(request.call, request.tool)
+            return approved, f"{who} (no stdin)"
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self._cancel_requested = True
+            from ._sync import background_loop
+
+            background_loop().call_soon_threadsafe(self.agent.cancel)
+            return False, "user (interrupted)"
+        return answer.strip().lower() in ("y", "yes"), "user"
+
+    def _refresh(self, *, force: bool = False) -> None:
+        if not self.live:
+            return
+        now = time.monotonic()
+        if not force and (not self._dirty or now - self._last < self.interval):
+            return
+        self.handle.update(self.transcript.bundle(), raw=True)
+        self.updates += 1
+        self._last = now
+        self._dirty = False
+
+
+@dataclass
+class _Failure:
+    error: BaseException
+
+
+# --- the magics ------------------------------------------------------------------------
+
+
+def _display(bundle: dict[str, str]) -> Any:
+    from IPython.display import display
+
+    return display(bundle, raw=True, display_id=True)
+
+
+def _supports_updates(shell: Any) -> bool:
+    """False for terminal IPython, whose plain DisplayPublisher prints every update again."""
+    from IPython.core.displaypub import DisplayPublisher
+
+    return type(shell.display_pub) is not DisplayPublisher
+
+
+def _is_provider(value: Any) -> bool:
+    return callable(getattr(value, "stream", None)) and hasattr(value, "name") and not isinstance(
+        value, (str, Agent)
+    )
+
+
+_LINE_HELP = """%agent                 show the model, conversation and tools
+%agent model [NAME]    show or set the model (a model string, or a variable holding an
+                       Agent or a provider object); the conversation is kept
+%agent tools           list the tools %%agent offers the model
+%agent reset           start a new conversation
+%agent usage           tokens used in this conversation
+%agent history [--all] rounds of this conversation (or all stored conversations) as a DataFrame
+%agent resume ID       continue a stored conversation
+%agent export PATH     save this conversation as .json or .md
+%agent record PATH     record provider traffic to PATH (replayed when the file exists)"""
+
+
+@magics_class
+class AgentMagics(Magics):
+    """``%%agent`` (run a prompt) and ``%agent`` (model, tools, history...)."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.agent: Agent | None = None
+        self.last_run: CellRun | None = None
+
+    @property
+    def _ns(self) -> dict[str, Any]:
+        assert self.shell is not None
+        return self.shell.user_ns
+
+    # -- the agent ---------------------------------------------------------------------
+
+    def get_agent(self, model: str | None = None) -> Agent:
+        if model is not None:
+            self.set_model(model)
+        if self.agent is None:
+            try:
+                self.agent = Agent()
+            except ConfigError as exc:
+                raise UsageError(str(exc)) from None
+        return self.agent
+
+    def set_model(self, spec: Any) -> Agent:
+        """Switch model, keeping the conversation (an Agent object is adopted whole)."""
+        if isinstance(spec, str) and spec.isidentifier() and spec in self._ns:
+            spec = self._ns[spec]
+        if isinstance(spec, Agent):
+            self.agent = spec
+            return spec
+        if isinstance(spec, str):
+            from .providers import split_model
+
+            try:
+                split_model(spec)
+            except ConfigError as exc:
+                raise UsageError(str(exc)) from None
+        elif not _is_provider(spec):
+            raise UsageError(
+                f"%agent model: expected a model string, an Agent or a provider, got "
+                f"{type(spec).__name__}."
+            )
+        old = self.agent
+        try:
+            new = Agent(spec)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        if old is not None:
+            new.conversation = old.conversation
+            new.settings = old.settings
+            new._tools = old._tools
+        self.agent = new
+        return new
+
+    # -- %%agent -----------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("-m", "--model", help="model string, or a variable holding an Agent / provider")
+    @argument("--tools", help="comma-separated tool names (default: every @tool)")
+    @argument("--max-rounds", type=int, help="tool rounds before a forced final answer")
+    @argument("--timeout", type=float, help="seconds before the run is stopped")
+    @argument("--new", action="store_true", help="start a new conversation")
+    @argument("--system", help="system prompt (kept for the rest of the conversation)")
+    @argument("--out", default="_agent", help="variable receiving the RunResult")
+    @argument("--no-stream", action="store_true", help="ask the model for a non-streamed reply")
+    @cell_magic("agent")
+    def agent_cell(self, line: str, cell: str) -> None:
+        """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
+        args = parse_argstring(self.agent_cell, line)
+        overrides = self._overrides(args)
+        if not args.out.isidentifier() or keyword.iskeyword(args.out):
+            raise UsageError(f"--out {args.out!r} is not a valid variable name.")
+        prompt = interpolate(cell, self._ns).strip()
+        if not prompt:
+            raise UsageError("%%agent: write the prompt in the cell body.")
+        agent = self.get_agent(args.model)
+        tools = self._tools(args.tools) if args.tools else None
+        if args.new:
+            agent.reset()
+        if args.system is not None:
+            agent.system = args.system
+        try:
+            agent.provider  # noqa: B018 - builds the adapter now so config errors are short
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        saved_tools = agent._tools
+        if tools is not None:
+            agent.tools = tools
+        live = _supports_updates(self.shell)
+        run = CellRun(agent, prompt, overrides, display=_display, live=live)
+        self.last_run = run
+        try:
+            result = run.run()
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        except NbAgentError as exc:
+            self._store(args.out, agent.last_result)
+            raise UsageError(f"the run failed: {exc}") from None
+        finally:
+            agent._tools = saved_tools
+        self._store(args.out, result if result is not None else agent.last_result)
+
+    def _store(self, name: str, result: RunResult | None) -> None:
+        if result is not None:
+            self._ns[name] = result
+
+    @staticmethod
+    def _overrides(args: Any) -> dict[str, Any]:
+        overrides: dict[str, Any] = {}
+        if args.max_rounds is not None:
+            if args.max_rounds < 0:
+                raise UsageError("--max-rounds must be 0 or more.")
+            overrides["max_rounds"] = args.max_rounds
+        if args.timeout is not None:
+            if args.timeout <= 0:
+                raise UsageError("--timeout must be a positive number of seconds.")
+            overrides["timeout"] = args.timeout
+        if args.no_stream:
+            overrides["stream"] = False
+        return overrides
+
+    def _tools(self, spec: str) -> list[Tool]:
+        """Tools named in ``--tools a,b``: from the @tool registry, else from the notebook."""
+        found: list[Tool] = []
+        for name in (n.strip() for n in spec.split(",")):
+            if not name:
+                continue
+            if name in REGISTRY:
+                found.append(REGISTRY[name])
+                continue
+            value = self._ns.get(name)
+            if isinstance(value, Tool):
+                found.append(value)
+            elif callable(value) and not isinstance(value, type):
+                try:
+                    found.append(Tool(value, name=name))
+                except Exception as exc:  # a schema that cannot be built from the signature
+                    raise UsageError(f"--tools: {name!r} cannot be a tool: {exc}") from None
+            else:
+                known = ", ".join(sorted(REGISTRY)) or "none"
+                raise UsageError(
+                    f"--tools: no tool or function named {name!r} (registered tools: {known})."
+                )
+        if not found:
+            raise UsageError("--tools: name at least one tool.")
+        return found
+
+    # -- %agent ------------------------------------------------------------------------
+
+    @line_magic("agent")
+    def agent_line(self, line: str) -> Any:
+        """``%agent model|tools|reset|usage|history|resume|export|record`` (``%agent help``)."""
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"%agent: {exc}") from None
+        if not words:
+            return self._show()
+        command, rest = words[0], words[1:]
+        handler = getattr(self, f"_cmd_{command}", None)
+        if handler is None:
+            raise UsageError(f"%agent: unknown command {command!r}.\n{_LINE_HELP}")
+        return handler(rest)
+
+    def _expect(self, command: str, rest: list[str], at_most: int) -> None:
+        if len(rest) > at_most:
+            raise UsageError(f"%agent {command}: too many arguments: {' '.join(rest)}")
+
+    def _show(self) -> None:
+        agent = self.get_agent()
+        turns = sum(m.role == "user" for m in agent.conversation.messages)
+        print(f"model: {agent.model}")
+        print(f"conversation: {agent.conversation.id} ({turns} turns)")
+        print(f"tools: {', '.join(sorted(agent.tools)) or '(none)'}")
+
+    def _cmd_help(self, rest: list[str]) -> None:
+        print(_LINE_HELP)
+
+    def _cmd_model(self, rest: list[str]) -> None:
+        self._expect("model", rest, 1)
+        agent = self.set_model(rest[0]) if rest else self.get_agent()
+        print(f"model: {agent.model}")
+
+    def _cmd_tools(self, rest: list[str]) -> None:
+        self._expect("tools", rest, 0)
+        tools = self.get_agent().tools
+        if not tools:
+            print("No tools. Decorate a function with @nbagent.tool to offer it to the model.")
+        for name in sorted(tools):
+            t = tools[name]
+            flags = " [asks approval]" if t.requires_approval else ""
+            summary = (t.description or "").strip().splitlines()[:1]
+            print(f"{name}{flags}: {summary[0] if summary else ''}")
+
+    def _cmd_reset(self, rest: list[str]) -> None:
+        self._expect("reset", rest, 0)
+        agent = self.get_agent()
+        agent.reset()
+        print(f"New conversation {agent.conversation.id}.")
+
+    def _cmd_usage(self, rest: list[str]) -> None:
+        self._expect("usage", rest, 0)
+        from .messages import Usage
+
+        agent = self.get_agent()
+        total, runs, rounds = Usage(), 0, 0
+        for message in agent.conversation.messages:
+            if message.role == "assistant":
+                runs += 1
+                rounds += len(message.rounds or [])
+                total = total + (message.usage or Usage())
+        print(
+            f"{runs} runs, {rounds} tool rounds, {total.total_tokens:,} tokens "
+            f"({total.input_tokens:,} input, {total.output_tokens:,} output)"
+        )
+
+    def _cmd_history(self, rest: list[str]) -> Any:
+        if rest == ["--all"]:
+            from . import store
+
+            return store.history(all=True)
+        self._expect("history", rest, 0)
+        return conversation_rounds(self.get_agent())
+
+    def _cmd_resume(self, rest: list[str]) -> None:
+        if len(rest) != 1:
+            raise UsageError("%agent resume ID: name one conversation id.")
+        current = self.get_agent()
+        try:
+            resumed = Agent.resume(rest[0])  # type: ignore[attr-defined]
+        except (ConfigError, KeyError, LookupError) as exc:
+            raise UsageError(f"%agent resume: {exc}") from None
+        resumed.settings = current.settings
+        self.agent = resumed
+        turns = sum(m.role == "user" for m in resumed.conversation.messages)
+        print(f"Resumed conversation {resumed.conversation.id} ({turns} turns).")
+
+    def _cmd_export(self, rest: list[str]) -> None:
+        if len(rest) != 1:
+            raise UsageError("%agent export PATH: name one .json or .md file.")
+        from pathlib import Path
+
+        path = Path(rest[0]).expanduser()
+        conversation = self.get_agent().conversation
+        if path.suffix.lower() == ".json":
+            text = conversation.to_json(indent=2)
+        elif path.suffix.lower() in (".md", ".markdown"):
+            text = conversation.to_markdown()
+        else:
+            raise UsageError("%agent export: the file name must end in .json or .md.")
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"%agent export: {exc}") from None
+        print(f"Saved conversation {conversation.id} to {path}.")
+
+    def _cmd_record(self, rest: list[str]) -> None:
+        if len(rest) != 1:
+            raise UsageError("%agent record PATH: name one file.")
+        agent = self.get_agent()
+        try:
+            agent.record(rest[0])  # type: ignore[attr-defined]
+        except AttributeError:
+            raise UsageError("%agent record: this nbagent has no recording support.") from None
+        except ConfigError as exc:
+            raise UsageError(f"%agent record: {exc}") from None
+        print(f"Recording provider traffic to {rest[0]}.")
+
+
+def conversation_rounds(agent: Agent) -> Any:
+    """The tool calls of ``agent``'s conversation as a DataFrame, one row per call."""
+    import pandas as pd
+
+    rows = []
+    number = 0
+    turn = 0
+    for message in agent.conversation.messages:
+        if message.role == "user":
+            turn += 1
+            continue
+        for tool_round in message.rounds or []:
+            number += 1
+            by_id = {r.call_id: r for r in tool_round.results}
+            for call in tool_round.calls:
+                result = by_id.get(call.id)
+                rows.append(
+                    {
+                        "turn": turn,
+                        "round": number,
+                        "tool": call.name,
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False, default=str),
+                        "ok": bool(result and result.ok),
+                        "duration": result.duration_s if result else None,
+                        "tokens": tool_round.usage.total_tokens,
+                    }
+                )
+    columns = ["turn", "round", "tool", "arguments", "ok", "duration", "tokens"]
+    return pd.DataFrame(rows, columns=columns)
