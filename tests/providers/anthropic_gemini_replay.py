@@ -237,9 +237,7 @@ def gemini_chunks(response: RecordedResponse) -> list[dict[str, Any]]:
     """The GenerateContentResponse objects of a recorded response (SSE, JSON array or one)."""
     if "event-stream" in response.content_type:
         return [
-            json.loads(line[5:])
-            for line in response.text.splitlines()
-            if line.startswith("data:")
+            json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")
         ]
     data = response.json()
     return data if isinstance(data, list) else [data]
@@ -293,8 +291,10 @@ def normalize_gemini(body: dict[str, Any]) -> dict[str, Any]:
     declarations = []
     for group in body.get("tools") or []:
         for d in group.get("functionDeclarations") or group.get("function_declarations") or []:
-            params = d.get("parameters") or d.get("parameters_json_schema") or d.get(
-                "parametersJsonSchema"
+            params = (
+                d.get("parameters")
+                or d.get("parameters_json_schema")
+                or d.get("parametersJsonSchema")
             )
             declarations.append(
                 {

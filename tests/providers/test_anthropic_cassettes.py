@@ -53,6 +53,7 @@ def _agent_for(first: dict, tools: list, url: str) -> Agent:
         max_output_tokens=first["max_tokens"],
         extra=extra,
         backoff=0.01,
+        store=None,  # no history file: these tests are about the wire
     )
 
 
@@ -85,7 +86,9 @@ async def test_replay_tool_cassette(name, wire_server):
     tools = RecordedTools()
     for tool_name, arguments, result in anthropic_exchanges(recorded[-1]):
         tools.add_result(tool_name, arguments, result)
-    declared = [tools.make_tool(t["name"], t.get("description"), t["input_schema"]) for t in first["tools"]]
+    declared = [
+        tools.make_tool(t["name"], t.get("description"), t["input_schema"]) for t in first["tools"]
+    ]
     wire_server.add(*replies_for(cassette))
 
     agent = _agent_for(first, declared, wire_server.url)
@@ -99,8 +102,12 @@ async def test_replay_tool_cassette(name, wire_server):
     # Usage per round and in total, as the recorded responses report it.
     expected = [_recorded_usage(r) for r in cassette.responses]
     assert [r.usage for r in result.rounds] == expected[:-1]
-    assert result.usage == Usage(sum(u.input_tokens for u in expected), sum(u.output_tokens for u in expected))
-    for ours, theirs, request in zip(wire_server.bodies(), recorded, wire_server.requests):
+    assert result.usage == Usage(
+        sum(u.input_tokens for u in expected), sum(u.output_tokens for u in expected)
+    )
+    for ours, theirs, request in zip(
+        wire_server.bodies(), recorded, wire_server.requests, strict=True
+    ):
         assert normalize_anthropic(ours) == normalize_anthropic(theirs)
         assert ours["model"] == theirs["model"]
         assert ours["stream"] == bool(theirs.get("stream"))
@@ -108,3 +115,53 @@ async def test_replay_tool_cassette(name, wire_server):
         assert request.headers["x-api-key"] == KEY
         assert request.headers["anthropic-version"] == "2023-06-01"
         assert KEY not in request.url
+
+
+async def test_replay_authentication_error(wire_server):
+    """401 on a stream request (plain JSON body): no retry, the provider's message, what to set."""
+    cassette = load_cassette(
+        DATA
+        / "mirascope/anthropic/test_authentication_error_stream/anthropic_claude_sonnet_4_0.yaml"
+    )
+    first = cassette.requests[0].json()
+    wire_server.add(*replies_for(cassette))
+    agent = _agent_for(first, [], wire_server.url)
+    with pytest.raises(ProviderError) as caught:
+        await agent.run(first["messages"][0]["content"])
+    error = caught.value
+    assert (error.provider, error.status, error.error_type) == (
+        "anthropic",
+        401,
+        "authentication_error",
+    )
+    assert "invalid x-api-key" in error.message
+    assert "ANTHROPIC_API_KEY" in str(error) and "api_key=" in str(error)
+    assert KEY not in str(error) and KEY not in repr(error)
+    assert wire_server.count == 1  # x-should-retry: false, and 401 is never retried
+    assert wire_server.bodies()[0]["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": first["messages"][0]["content"]}]}
+    ]
+    # The history stays valid: the failed run left an assistant turn without rounds.
+    assert agent.conversation.messages[-1].rounds == []
+
+
+async def test_replay_invalid_request_error(wire_server):
+    """400 invalid_request_error (pydantic-ai, effort=xhigh): not retried, message kept."""
+    cassette = load_cassette(
+        DATA
+        / "pydantic-ai/anthropic/test_anthropic_explicit_effort_xhigh_unsupported_model_errors.yaml"
+    )
+    first = cassette.requests[0].json()
+    wire_server.add(*replies_for(cassette))
+    agent = _agent_for(first, [], wire_server.url)
+    with pytest.raises(ProviderError) as caught:
+        await agent.run(_prompt(first))
+    error = caught.value
+    assert (error.status, error.error_type) == (400, "invalid_request_error")
+    recorded_message = cassette.responses[0].json()["error"]["message"]
+    assert recorded_message.startswith("This model does not support effort level 'xhigh'")
+    assert error.message == recorded_message
+    assert wire_server.count == 1
+    ours = wire_server.bodies()[0]
+    assert ours["output_config"] == {"effort": "xhigh"} and ours["stream"] is False
+    assert normalize_anthropic(ours) == normalize_anthropic(first)

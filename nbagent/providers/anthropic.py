@@ -1,0 +1,437 @@
+"""Anthropic Messages API adapter (``anthropic:MODEL``), directly over httpx.
+
+Wire format: ``../shared/docs/WIRE_FORMATS.md`` section 2. The pure parts are
+module functions so tests and benchmarks can use them on recorded payloads:
+:func:`build_body` (history expansion), :class:`StreamDecoder` (SSE events ->
+provider events) and :func:`decode_message` (a non-streamed reply).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from ..errors import ConfigError, ProviderError
+from ..messages import ToolCall, ToolRound, Usage
+from ._http import HttpSession
+from ._schema_convert import NameMap
+from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
+
+logger = logging.getLogger("nbagent.providers")
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+"""The API requires ``max_tokens``; this is used when the caller sets no output cap."""
+
+# Kinds of content blocks that carry reasoning and must be echoed back untouched.
+_THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+def tool_names(request: ModelRequest) -> NameMap:
+    """Wire names for the request's tools (``^[a-zA-Z0-9_-]{1,128}$``)."""
+    return NameMap([t.name for t in request.tools], allowed="a-zA-Z0-9_-", max_len=128)
+
+
+# --------------------------------------------------------------------------- request
+
+
+def build_body(
+    request: ModelRequest,
+    model: str,
+    names: NameMap | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of ``POST /v1/messages`` for ``request``."""
+    names = names or tool_names(request)
+    system_parts = [request.system] if request.system else []
+    messages: list[dict[str, Any]] = []
+    used_tools: dict[str, None] = {}
+
+    for message in request.messages:
+        if message.role == "system":
+            system_parts.append(message.content)
+        elif message.role == "user":
+            _append(messages, "user", [_text(message.content or " ")])
+        else:
+            for tool_round in message.rounds or []:
+                _expand_round(messages, tool_round, names)
+                used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
+            if message.content.strip():
+                final = _thinking_blocks(message.provider_data) + [_text(message.content)]
+                _append(messages, "assistant", final)
+
+    if request.final_instruction:
+        # After the last tool results, in the same user message (WIRE_FORMATS 2).
+        _append(messages, "user", [_text(request.final_instruction)])
+
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
+        "messages": messages,
+    }
+    if system_parts:
+        body["system"] = "\n\n".join(p for p in system_parts if p)
+    tools = [
+        {
+            "name": names.wire(t.name),
+            "description": t.description or "",
+            "input_schema": _input_schema(t.parameters),
+        }
+        for t in request.tools
+    ]
+    offered = {t.name for t in request.tools}
+    if not tools and used_tools:
+        # The history holds tool blocks, so the API insists on tool definitions: declare
+        # the tools that were used (no longer offered) and forbid calling them.
+        tools = [
+            {"name": names.wire(n), "description": "", "input_schema": {"type": "object"}}
+            for n in used_tools
+            if n not in offered
+        ]
+    if tools:
+        body["tools"] = tools
+        choice = "none" if request.tool_choice == "none" or not request.tools else "auto"
+        body["tool_choice"] = {"type": choice}
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    body.update(extra or {})
+    body.update(request.extra)
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and isinstance(thinking.get("budget_tokens"), int):
+        # max_tokens must exceed the thinking budget or the API rejects the request.
+        budget = thinking["budget_tokens"]
+        if body["max_tokens"] <= budget:
+            body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
+    body["stream"] = request.stream
+    return body
+
+
+def _expand_round(messages: list[dict[str, Any]], tool_round: ToolRound, names: NameMap) -> None:
+    """One round: assistant turn (thinking, text, tool_use), then ONE user turn of results."""
+    content = _thinking_blocks(tool_round.provider_data)
+    if tool_round.assistant_text and tool_round.assistant_text.strip():
+        content.append(_text(tool_round.assistant_text))
+    for call in tool_round.calls:
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": names.wire(call.name),
+                "input": call.arguments,
+            }
+        )
+    _append(messages, "assistant", content)
+    results: list[dict[str, Any]] = []
+    by_id = {r.call_id: r for r in tool_round.results}
+    for call in tool_round.calls:
+        result = by_id.get(call.id)
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.id}
+        if result is None:  # cannot happen with a valid history; never send an orphan tool_use
+            block.update(content="Error: no result", is_error=True)
+        else:
+            if result.content:
+                block["content"] = result.content
+            if not result.ok:
+                block["is_error"] = True
+        results.append(block)
+    _append(messages, "user", results)
+
+
+def _append(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    """Append a turn, merging into the previous one when it has the same role."""
+    if not blocks:
+        return
+    if messages and messages[-1]["role"] == role:
+        messages[-1]["content"].extend(blocks)
+    else:
+        messages.append({"role": role, "content": list(blocks)})
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _thinking_blocks(provider_data: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    blocks = (provider_data or {}).get("anthropic_thinking") or []
+    return [dict(b) for b in blocks if isinstance(b, dict)]
+
+
+def _input_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    schema = dict(parameters)
+    schema.setdefault("type", "object")
+    schema.pop("$schema", None)
+    return schema
+
+
+# --------------------------------------------------------------------------- response
+
+
+_USAGE_KEYS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
+
+
+def _usage(raw: Mapping[str, int]) -> Usage:
+    """Our Usage from Anthropic counts: input includes cache writes and reads."""
+    input_tokens = sum(raw.get(k, 0) for k in _USAGE_KEYS[:3])
+    return Usage(input_tokens, raw.get("output_tokens", 0))
+
+
+class StreamDecoder:
+    """Turns the Messages SSE events of one response into provider events.
+
+    Tool calls are released at ``message_stop`` (the loop only runs complete calls
+    anyway), so a stream that fails half-way never yields a call, and a ``tool_use``
+    cut off by ``max_tokens`` can be dropped.
+    """
+
+    def __init__(self, names: NameMap | None = None) -> None:
+        self.names = names or NameMap([], allowed="a-zA-Z0-9_-", max_len=128)
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.order: list[int] = []
+        self.usage = Usage()
+        self._raw_usage: dict[str, int] = {}
+        self.stop_reason: str | None = None
+        self.done = False
+
+    def feed(self, event: str, data: Any) -> list[ProviderEvent]:
+        kind = data.get("type", event) if isinstance(data, dict) else event
+        if not isinstance(data, dict):
+            return []
+        if kind == "message_start":
+            self._update_usage((data.get("message") or {}).get("usage"))
+            return [UsageReport(self.usage)]
+        if kind == "content_block_start":
+            index = int(data.get("index", len(self.order)))
+            block = dict(data.get("content_block") or {})
+            block["_json"] = []
+            self.blocks[index] = block
+            self.order.append(index)
+            if block.get("type") == "text" and block.get("text"):
+                return [TextChunk(block["text"])]
+            return []
+        if kind == "content_block_delta":
+            return self._delta(data)
+        if kind == "content_block_stop":
+            index = int(data.get("index", -1))
+            if index in self.blocks:
+                self.blocks[index]["_stopped"] = True
+            return []
+        if kind == "message_delta":
+            delta = data.get("delta") or {}
+            if delta.get("stop_reason"):
+                self.stop_reason = delta["stop_reason"]
+            if data.get("usage"):
+                self._update_usage(data["usage"])
+                return [UsageReport(self.usage)]
+            return []
+        if kind == "message_stop":
+            self.done = True
+            return self._finish()
+        if kind == "error":  # normally raised by the HTTP layer already
+            error = data.get("error") or {}
+            raise ProviderError(
+                "anthropic",
+                None,
+                error.get("type"),
+                f"error during the response: {error.get('message', 'unknown error')}",
+            )
+        return []  # ping and event types added after this was written
+
+    def _update_usage(self, data: Any) -> None:
+        # The counts are cumulative: each one present overwrites the previous value.
+        if isinstance(data, dict):
+            for key in _USAGE_KEYS:
+                value = data.get(key)
+                if isinstance(value, int):
+                    self._raw_usage[key] = value
+        self.usage = _usage(self._raw_usage)
+
+    def _delta(self, data: Mapping[str, Any]) -> list[ProviderEvent]:
+        block = self.blocks.get(int(data.get("index", -1)))
+        delta = data.get("delta") or {}
+        kind = delta.get("type")
+        if block is None:
+            return []
+        if kind == "text_delta":
+            text = delta.get("text") or ""
+            block["text"] = block.get("text", "") + text
+            return [TextChunk(text)] if text else []
+        if kind == "input_json_delta":
+            block["_json"].append(delta.get("partial_json") or "")
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + (delta.get("thinking") or "")
+        elif kind == "signature_delta":
+            block["signature"] = delta.get("signature") or ""
+        return []
+
+    def _finish(self) -> list[ProviderEvent]:
+        events: list[ProviderEvent] = []
+        thinking: list[dict[str, Any]] = []
+        last = self.order[-1] if self.order else None
+        for index in self.order:
+            block = self.blocks[index]
+            kind = block.get("type")
+            if kind in _THINKING_TYPES:
+                thinking.append({k: v for k, v in block.items() if not k.startswith("_")})
+            elif kind == "tool_use":
+                if self.stop_reason == "max_tokens" and index == last:
+                    logger.warning(
+                        "anthropic: tool call %s cut off by max_tokens; not run", block.get("name")
+                    )
+                    continue
+                if not block.get("_stopped"):
+                    continue  # never run a call whose arguments did not fully arrive
+                raw = "".join(block["_json"])
+                events.append(ToolCallReady(_tool_call(block, raw, self.names)))
+        data = {"anthropic_thinking": thinking} if thinking else None
+        events.append(Finished(self.stop_reason, data))
+        return events
+
+    def close(self) -> list[ProviderEvent]:
+        """Called when the byte stream ended; raises unless ``message_stop`` was seen."""
+        if not self.done:
+            raise ProviderError(
+                "anthropic",
+                None,
+                "incomplete_stream",
+                "the response stream ended before message_stop (connection closed early); "
+                "the partial reply was discarded",
+            )
+        return []
+
+
+def _tool_call(block: Mapping[str, Any], raw: str, names: NameMap) -> ToolCall:
+    """A ToolCall from a tool_use block; malformed argument JSON is left to the tool layer."""
+    name = names.real(str(block.get("name", "")))
+    call_id = str(block.get("id") or "")
+    initial = block.get("input")
+    if not raw.strip():
+        # No deltas (or only ""): the arguments are the start block's input, usually {}.
+        return ToolCall(call_id, name, dict(initial) if isinstance(initial, dict) else {})
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        return ToolCall(call_id, name, {}, raw_arguments=raw)
+    if not isinstance(arguments, dict):
+        return ToolCall(call_id, name, {}, raw_arguments=raw)
+    return ToolCall(call_id, name, arguments)
+
+
+def decode_message(payload: Mapping[str, Any], names: NameMap | None = None) -> list[ProviderEvent]:
+    """Provider events for a non-streamed Messages reply (the same as a stream gives)."""
+    decoder = StreamDecoder(names)
+    events: list[ProviderEvent] = []
+    events += decoder.feed("message_start", {"type": "message_start", "message": payload})
+    for index, block in enumerate(payload.get("content") or []):
+        block = dict(block)
+        if block.get("type") == "tool_use":
+            # Whole input already parsed: hand it over as the argument text.
+            raw = json.dumps(block.get("input") or {})
+            block["input"] = {}
+            events += decoder.feed(
+                "", {"type": "content_block_start", "index": index, "content_block": block}
+            )
+            delta = {"type": "input_json_delta", "partial_json": raw}
+            events += decoder.feed(
+                "", {"type": "content_block_delta", "index": index, "delta": delta}
+            )
+        else:
+            events += decoder.feed(
+                "", {"type": "content_block_start", "index": index, "content_block": block}
+            )
+        events += decoder.feed("", {"type": "content_block_stop", "index": index})
+    stop = {"stop_reason": payload.get("stop_reason")}
+    events += decoder.feed("", {"type": "message_delta", "delta": stop})
+    events += decoder.feed("", {"type": "message_stop"})
+    # One usage report (the message_start one already has the final counts), then Finished.
+    body = [e for e in events if not isinstance(e, UsageReport)]
+    return [*body[:-1], UsageReport(decoder.usage), body[-1]]
+
+
+# --------------------------------------------------------------------------- provider
+
+
+class AnthropicProvider:
+    """Claude models over the Messages API.
+
+    Args:
+        model: e.g. ``"claude-haiku-4-5"``.
+        base_url: defaults to ``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``.
+        api_key: defaults to ``ANTHROPIC_API_KEY``.
+        extra: fields merged into every request body (e.g. ``{"thinking": {...}}``).
+    """
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        env: Mapping[str, str] | None = None,
+        max_retries: int = 3,
+        timeout: float | httpx.Timeout | None = None,
+        extra: Mapping[str, Any] | None = None,
+        backoff: float = 0.5,
+    ) -> None:
+        env = os.environ if env is None else env
+        if not model:
+            raise ConfigError("Name an Anthropic model, e.g. 'anthropic:claude-haiku-4-5'.")
+        self.model = model
+        key = api_key or env.get("ANTHROPIC_API_KEY") or ""
+        if not key:
+            raise ConfigError(
+                "No Anthropic API key: set ANTHROPIC_API_KEY or pass api_key=... to Agent."
+            )
+        self.base_url = base_url or env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        self.extra = dict(extra or {})
+        # The default base has no /v1; accept a base that has it (common in gateways).
+        self._path = "/messages" if self.base_url.rstrip("/").endswith("/v1") else "/v1/messages"
+        self._http = HttpSession(
+            "anthropic",
+            base_url=self.base_url,
+            headers={"x-api-key": key, "anthropic-version": API_VERSION},
+            secrets=[key],
+            auth_hint="set ANTHROPIC_API_KEY or pass api_key=...",
+            http_client=http_client,
+            max_retries=max_retries,
+            timeout=timeout,
+            backoff=backoff,
+        )
+
+    def __repr__(self) -> str:  # never the key
+        base_url = self._http.redact(self.base_url)
+        return f"AnthropicProvider(model={self.model!r}, base_url={base_url!r})"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        names = tool_names(request)
+        body = build_body(request, self.model, names, self.extra)
+        if not request.stream:
+            payload = await self._http.post_json(self._path, body)
+            for event in decode_message(payload, names):
+                yield event
+            return
+        decoder = StreamDecoder(names)
+        async for name, data in self._http.stream_sse(self._path, body):
+            if not isinstance(data, dict):
+                continue
+            for event in decoder.feed(name, data):
+                yield event
+            if decoder.done:
+                return
+        decoder.close()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
