@@ -50,9 +50,20 @@ __all__ = [
     "ToolRound",
     "ToolSpec",
     "Usage",
+    "history",
     "load_ipython_extension",
     "tool",
 ]
+
+
+def history(**options: Any) -> Any:
+    """Stored conversations as a pandas DataFrame, newest first (see ``nbagent.store.history``).
+
+    ``history(all=True)`` lists every one; ``limit=`` caps the rows (20 by default).
+    """
+    from .store import history as _history
+
+    return _history(**options)
 
 
 def load_ipython_extension(ipython: Any) -> None:

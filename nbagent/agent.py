@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .errors import ConfigError
 from .events import Event, RunFinished
 from .loop import LoopSettings, Run, RunResult
 from .messages import Conversation
 from .providers import Provider, get_provider, resolve_model
 from .tools import Approver, Tool, as_tools
+
+if TYPE_CHECKING:
+    from .store import RunWriter, Store
 
 
 class Agent:
@@ -44,6 +49,10 @@ class Agent:
         approver: Approver | None = None,
         max_output_tokens: int | None = None,
         temperature: float | None = None,
+        store: Store | str | os.PathLike[str] | None = "default",
+        record: str | os.PathLike[str] | None = None,
+        replay: str | os.PathLike[str] | None = None,
+        replay_fallback: bool = False,
         env: Mapping[str, str] | None = None,
         **provider_options: Any,
     ) -> None:
@@ -76,6 +85,14 @@ class Agent:
         self.conversation = Conversation(system=system)
         self.last_result: RunResult | None = None
         self._run: Run | None = None
+        # History (nbagent.store): "default" is the shared file, opened on first write.
+        from .store import resolve_store
+
+        self.store: Store | None = resolve_store(store, env)
+        self._writer: RunWriter | None = None
+        self._provider_object = not isinstance(model, str) and model is not None
+        if record is not None or replay is not None:
+            self._use_recording(record=record, replay=replay, replay_fallback=replay_fallback)
 
     def __repr__(self) -> str:  # never shows api_key or other provider options
         return f"Agent(model={self.model!r}, tools={sorted(self.tools)!r})"
@@ -112,15 +129,68 @@ class Agent:
         self.conversation = Conversation(system=self.conversation.system)
         self.last_result = None
 
+    # -- history and record/replay ---------------------------------------------------
+
+    @classmethod
+    def resume(cls, conversation_id: str | None = None, **options: Any) -> Agent:
+        """An agent continuing a stored conversation, e.g. after a kernel restart.
+
+        ``conversation_id`` may be a unique prefix; None means the latest one.
+        ``options`` are the constructor's; the model defaults to the one the
+        conversation last used, the system prompt to its own.
+        """
+        from .store import last_model, resolve_store
+
+        store = resolve_store(options.get("store", "default"), options.get("env"))
+        if store is None:
+            raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
+        conversation = store.load(conversation_id)
+        options["store"] = store
+        options.setdefault("model", last_model(conversation))
+        agent = cls(**options)
+        if "system" in options:
+            conversation.system = options["system"]
+        agent.conversation = conversation
+        return agent
+
+    def start_recording(self, path: str | os.PathLike[str]) -> None:
+        """Record the provider's HTTP traffic to ``path`` (JSON Lines) from the next request on."""
+        self._use_recording(record=path)
+
+    def stop_recording(self) -> None:
+        """Talk to the provider directly again (undoes ``record=`` / ``replay=``)."""
+        if self._provider_options.pop("http_client", None) is not None:
+            self._provider = None
+
+    def _use_recording(self, **options: Any) -> None:
+        from .recording import http_client
+
+        if self._provider_object:
+            raise ConfigError(
+                "record=/replay= need a model string; for a provider object, pass "
+                "http_client=nbagent.recording.http_client(record=...) to it instead"
+            )
+        if options.get("replay") is not None and not options.get("replay_fallback"):
+            # Replayed answers need no key; the adapter must not refuse to start without one.
+            self._provider_options.setdefault("api_key", "replay-without-key")
+        self._provider_options["http_client"] = http_client(**options)
+        self._provider = None  # rebuilt with the new client on next use
+
     # -- running -----------------------------------------------------------------
 
     def _new_run(self, prompt: str, **overrides: Any) -> Run:
         settings = self.settings
         if overrides:
             settings = LoopSettings(**{**settings.__dict__, **overrides})
-        run = Run(
-            self.provider, self.conversation, prompt, self.tools, settings, model_label=self.model
-        )
+        provider = self.provider
+        self._writer = None
+        if self.store is not None:
+            from .store import collect_secrets
+
+            secrets = collect_secrets(self._provider_options, self._provider_options.get("env"))
+            self._writer = self.store.writer(self.conversation, secrets=secrets, provider=provider)
+            provider = self._writer.wrap(provider)  # saves finished rounds before each request
+        run = Run(provider, self.conversation, prompt, self.tools, settings, model_label=self.model)
         self._run = run
         return run
 
@@ -130,9 +200,12 @@ class Agent:
         ``overrides`` change settings for this run only (``max_rounds=2``, ``timeout=5``...).
         """
         run = self._new_run(prompt, **overrides)
+        writer = self._writer
         events = run.events()
         try:
             async for event in events:
+                if writer is not None:
+                    writer.on_event(event)  # a finished round or the run's end is saved now
                 if isinstance(event, RunFinished):
                     self.last_result = event.result
                 yield event
@@ -140,6 +213,8 @@ class Agent:
             await events.aclose()  # a consumer that stopped early cancels the run now
             if run.result is not None:
                 self.last_result = run.result
+                if writer is not None:
+                    writer.finish(run.result)
 
     async def run(self, prompt: str, **overrides: Any) -> RunResult:
         """Run to the end on the current event loop and return the result."""

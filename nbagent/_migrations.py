@@ -1,0 +1,151 @@
+"""Schema of the history database, as an ordered list of migration functions.
+
+``PRAGMA user_version`` holds how many migrations a file has had. Opening a
+file runs the missing ones, in order, each in the same write transaction that
+re-reads the version (so two kernels opening an old file at once migrate it
+once). Never edit a published migration: append a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+
+def _m001_initial(db: sqlite3.Connection) -> None:
+    """Conversations, messages, rounds, tool calls and their results."""
+    _execute_script(
+        db,
+        """
+        CREATE TABLE conversations (
+            id          TEXT PRIMARY KEY,
+            title       TEXT,
+            system      TEXT,
+            model       TEXT,
+            created_at  REAL NOT NULL,
+            updated_at  REAL NOT NULL
+        );
+        CREATE TABLE messages (
+            id              INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            position        INTEGER NOT NULL,
+            role            TEXT NOT NULL,
+            content         TEXT NOT NULL,
+            model           TEXT,
+            stop_reason     TEXT,
+            input_tokens    INTEGER,
+            output_tokens   INTEGER,
+            provider_data   TEXT,
+            duration_s      REAL,
+            created_at      REAL NOT NULL,
+            finished_at     REAL,
+            UNIQUE (conversation_id, position)
+        );
+        CREATE TABLE rounds (
+            id              INTEGER PRIMARY KEY,
+            message_id      INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            position        INTEGER NOT NULL,
+            assistant_text  TEXT,
+            input_tokens    INTEGER NOT NULL DEFAULT 0,
+            output_tokens   INTEGER NOT NULL DEFAULT 0,
+            duration_s      REAL NOT NULL DEFAULT 0,
+            provider_data   TEXT,
+            created_at      REAL NOT NULL,
+            UNIQUE (message_id, position)
+        );
+        CREATE TABLE tool_calls (
+            id              INTEGER PRIMARY KEY,
+            round_id        INTEGER NOT NULL REFERENCES rounds(id) ON DELETE CASCADE,
+            position        INTEGER NOT NULL,
+            call_id         TEXT NOT NULL,
+            name            TEXT NOT NULL,
+            arguments       TEXT NOT NULL,
+            raw_arguments   TEXT,
+            provider_data   TEXT,
+            UNIQUE (round_id, position)
+        );
+        CREATE TABLE tool_results (
+            tool_call_id    INTEGER PRIMARY KEY REFERENCES tool_calls(id) ON DELETE CASCADE,
+            ok              INTEGER NOT NULL,
+            content         TEXT NOT NULL,
+            error           TEXT,
+            traceback       TEXT,
+            approval        TEXT,
+            duration_s      REAL NOT NULL DEFAULT 0,
+            truncated       INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    )
+
+
+def _m002_previews(db: sqlite3.Connection) -> None:
+    """Bounded previews of returned values, and an index for listing recent conversations."""
+    _execute_script(
+        db,
+        """
+        ALTER TABLE tool_results ADD COLUMN value_type TEXT;
+        ALTER TABLE tool_results ADD COLUMN preview TEXT;
+        CREATE INDEX conversations_by_update ON conversations(updated_at);
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_initial, _m002_previews]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite3.Connection) -> int:
+    """Bring ``db`` (autocommit mode) to the latest schema; returns the version found before.
+
+    Raises:
+        NewerSchemaError: the file was written by a newer nbagent.
+    """
+    found = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if found == SCHEMA_VERSION:
+        return found
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        # Re-read under the write lock: another process may have migrated meanwhile.
+        found = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if found > SCHEMA_VERSION:
+            raise NewerSchemaError(found)
+        for number in range(found, SCHEMA_VERSION):
+            MIGRATIONS[number](db)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return found
+
+
+class NewerSchemaError(Exception):
+    """The history file has a schema version this nbagent does not know."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        super().__init__(
+            f"history database schema version {version} is newer than this nbagent's "
+            f"({SCHEMA_VERSION}); upgrade nbagent to use it"
+        )
+
+
+def _execute_script(db: sqlite3.Connection, script: str) -> None:
+    """Run a script statement by statement: ``executescript`` would COMMIT our transaction."""
+    for statement in _split_statements(script):
+        db.execute(statement)
+
+
+def _split_statements(script: str) -> list[str]:
+    """Split a script into complete statements (sqlite3.complete_statement knows about quotes)."""
+    statements: list[str] = []
+    current = ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements

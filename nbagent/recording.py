@@ -1,0 +1,455 @@
+"""Record and replay provider HTTP traffic, for notebooks that re-execute without a key.
+
+::
+
+    agent = Agent("openai:gpt-4o-mini", record="run.jsonl")   # live, traffic saved
+    agent = Agent("openai:gpt-4o-mini", replay="run.jsonl")   # no key, no network
+
+Both work as an ``httpx`` transport under the provider's ``http_client``, so every
+adapter is covered without knowing about it. A recording is JSON Lines, one
+exchange per line: the request (method, URL, headers with keys redacted, body)
+and the whole response (status, headers, body; a streamed body is kept whole).
+
+Replay answers each request from the recording whose *normalised request*
+matches: method, path, query (minus key-like parameters) and the JSON body with
+its keys sorted; headers are ignored. Identical requests are answered in
+recorded order (the last answer repeats once they run out). A request with no
+match raises :class:`~nbagent.errors.ReplayMissError` naming where it differs
+from the nearest recorded request, or goes to the live model with
+``replay_fallback=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import threading
+import time
+import weakref
+import zlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .errors import ConfigError, ReplayMissError
+
+__all__ = [
+    "RecordingTransport",
+    "ReplayTransport",
+    "http_client",
+    "request_key",
+]
+
+FORMAT_VERSION = 1
+REDACTED = "[redacted]"
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "cookie",
+        "set-cookie",
+    }
+)
+SECRET_PARAMS = frozenset({"key", "api_key", "apikey", "access_token", "token"})
+# Recorded bodies are stored decoded; these headers would then lie about them.
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+# -- building a client ----------------------------------------------------------------
+
+
+def http_client(
+    *,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
+    replay_fallback: bool = False,
+) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` that records to ``record`` and/or replays from ``replay``.
+
+    Pass it to a provider (``OpenAIProvider(model, http_client=...)``); ``Agent(record=,
+    replay=)`` does this for you.
+    """
+    from .providers._http import DEFAULT_TIMEOUT
+
+    if record is None and replay is None:
+        raise ConfigError("http_client() needs record= or replay=")
+    live: httpx.AsyncBaseTransport = _LiveTransport()
+    if record is not None:
+        live = RecordingTransport(record, live)
+    transport: httpx.AsyncBaseTransport = live
+    if replay is not None:
+        transport = ReplayTransport(replay, fallback=live if replay_fallback else None)
+    return httpx.AsyncClient(transport=transport, timeout=DEFAULT_TIMEOUT)
+
+
+class _LiveTransport(httpx.AsyncBaseTransport):
+    """The network, with one connection pool per event loop.
+
+    A provider may be used from nbagent's background loop and from the kernel's own
+    loop; pooled connections must never cross loops.
+    """
+
+    def __init__(self) -> None:
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport]
+        self._pools = weakref.WeakKeyDictionary()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            pool = self._pools[loop] = httpx.AsyncHTTPTransport()
+        return await pool.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        pool = self._pools.pop(asyncio.get_running_loop(), None)
+        if pool is not None:
+            await pool.aclose()
+
+
+# -- normalising requests -----------------------------------------------------------------
+
+
+def normalise_request(method: str, url: httpx.URL, body: bytes) -> dict[str, Any]:
+    """What identifies a request for replay: method, path, sorted query, parsed body."""
+    query = sorted(
+        (k, REDACTED if k.lower() in SECRET_PARAMS else v) for k, v in url.params.multi_items()
+    )
+    return {
+        "method": method.upper(),
+        "path": url.path,
+        "query": [list(pair) for pair in query],
+        "body": _parse_body(body),
+    }
+
+
+def request_key(normalised: dict[str, Any]) -> str:
+    """A hash of a normalised request (JSON with sorted keys, so key order never matters)."""
+    text = json.dumps(normalised, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _parse_body(body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        try:
+            return {"text": body.decode("utf-8")}
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(body).decode("ascii")}
+
+
+def _redact_headers(headers: httpx.Headers) -> dict[str, str]:
+    return {
+        name: REDACTED if name.lower() in SECRET_HEADERS else value
+        for name, value in headers.multi_items()
+    }
+
+
+def _redact_url(url: httpx.URL) -> str:
+    params = [
+        (k, REDACTED if k.lower() in SECRET_PARAMS else v) for k, v in url.params.multi_items()
+    ]
+    return str(url.copy_with(params=params) if params else url)
+
+
+# -- recording -------------------------------------------------------------------------------
+
+# Paths recorded to by this process: the first recorder of a path starts the file
+# afresh (re-running a notebook re-records it); later ones in the same kernel append.
+_started: set[Path] = set()
+_file_lock = threading.Lock()
+
+
+class RecordingTransport(httpx.AsyncBaseTransport):
+    """Passes requests to ``inner`` and appends each complete exchange to ``path``."""
+
+    def __init__(self, path: str | os.PathLike[str], inner: httpx.AsyncBaseTransport) -> None:
+        self.path = Path(path).expanduser().resolve()
+        self.inner = inner
+        with _file_lock:
+            if self.path not in _started:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_text("", encoding="utf-8")
+                _started.add(self.path)
+
+    def __repr__(self) -> str:
+        return f"RecordingTransport({str(self.path)!r})"
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        started = time.perf_counter()
+        response = await self.inner.handle_async_request(request)
+        entry = {
+            "version": FORMAT_VERSION,
+            "request": {
+                "method": request.method,
+                "url": _redact_url(request.url),
+                "headers": _redact_headers(request.headers),
+                "body": _parse_body(body),
+            },
+            "key": request_key(normalise_request(request.method, request.url, body)),
+        }
+        tee = _Tee(response.stream, lambda raw: self._save(entry, response, raw, started))
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=tee,
+            extensions=response.extensions,
+        )
+
+    def _save(
+        self, entry: dict[str, Any], response: httpx.Response, raw: bytes, started: float
+    ) -> None:
+        body, encoding = _decode_body(raw, response.headers.get("content-encoding", ""))
+        headers = _redact_headers(response.headers)
+        if encoding != "raw":
+            headers = {k: v for k, v in headers.items() if k.lower() not in _BODY_HEADERS}
+        entry["response"] = {
+            "status": response.status_code,
+            "headers": headers,
+            "body": body,
+            "body_encoding": "base64" if encoding == "raw" else "text",
+        }
+        entry["duration_s"] = round(time.perf_counter() - started, 4)
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        with _file_lock, open(self.path, "a", encoding="utf-8") as file:
+            file.write(line)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _Tee(httpx.AsyncByteStream):
+    """Streams the body through unchanged and hands the whole of it over at the end.
+
+    A stream closed before its end (a cancelled run) is not recorded: replaying a
+    cut-off response would only reproduce an accident.
+    """
+
+    def __init__(self, inner: Any, on_complete: Any) -> None:
+        self._inner = inner
+        self._on_complete = on_complete
+        self._chunks: list[bytes] = []
+        self._complete = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._chunks.append(chunk)
+            yield chunk
+        self._complete = True
+
+    async def aclose(self) -> None:
+        try:
+            if self._complete:
+                self._on_complete(b"".join(self._chunks))
+                self._complete = False  # once
+        finally:
+            await self._inner.aclose()
+
+
+def _decode_body(raw: bytes, content_encoding: str) -> tuple[str, str]:
+    """The body as text when possible (gzip/deflate undone), else base64 of the raw bytes."""
+    data = raw
+    encoding = content_encoding.strip().lower()
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            data = zlib.decompress(raw, 16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            try:
+                data = zlib.decompress(raw)
+            except zlib.error:
+                data = zlib.decompress(raw, -zlib.MAX_WBITS)
+        elif encoding not in ("", "identity"):
+            return base64.b64encode(raw).decode("ascii"), "raw"
+        return data.decode("utf-8"), "text"
+    except (zlib.error, UnicodeDecodeError):
+        return base64.b64encode(raw).decode("ascii"), "raw"
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Recorded:
+    line: int
+    normalised: dict[str, Any]
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+class ReplayTransport(httpx.AsyncBaseTransport):
+    """Answers requests from a recording; a miss raises ReplayMissError or goes to ``fallback``."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fallback: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.fallback = fallback
+        self.entries = _load(self.path)
+        self._by_key: dict[str, list[_Recorded]] = {}
+        for recorded in self.entries:
+            self._by_key.setdefault(request_key(recorded.normalised), []).append(recorded)
+        self._used: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ReplayTransport({str(self.path)!r}, {len(self.entries)} exchanges)"
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        normalised = normalise_request(request.method, request.url, body)
+        key = request_key(normalised)
+        with self._lock:
+            candidates = self._by_key.get(key)
+            if candidates:
+                index = self._used.get(key, 0)
+                self._used[key] = index + 1
+                recorded = candidates[min(index, len(candidates) - 1)]
+            else:
+                recorded = None
+        if recorded is not None:
+            return httpx.Response(
+                recorded.status,
+                headers=recorded.headers,
+                content=recorded.body,
+                extensions={"nbagent_replay_line": recorded.line},
+            )
+        if self.fallback is not None:
+            return await self.fallback.handle_async_request(request)
+        raise ReplayMissError(explain_miss(normalised, self.entries, self.path))
+
+    async def aclose(self) -> None:
+        if self.fallback is not None:
+            await self.fallback.aclose()
+
+
+def _load(path: Path) -> list[_Recorded]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"replay: no recording at {path}") from None
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            request, response = data["request"], data["response"]
+            url = httpx.URL(request["url"])
+            body = request.get("body")
+            raw_body = b"" if body is None else _body_bytes(body)
+            raw = response.get("body", "")
+            content = (
+                base64.b64decode(raw)
+                if response.get("body_encoding") == "base64"
+                else raw.encode("utf-8")
+            )
+            entries.append(
+                _Recorded(
+                    number,
+                    normalise_request(request["method"], url, raw_body),
+                    int(response["status"]),
+                    list(response.get("headers", {}).items()),
+                    content,
+                )
+            )
+        except (ValueError, KeyError, TypeError) as error:
+            message = f"replay: {path} line {number} is not a recorded exchange: {error}"
+            raise ConfigError(message) from None
+    return entries
+
+
+def _body_bytes(body: Any) -> bytes:
+    """Undo :func:`_parse_body` (the exact bytes do not matter: only their normal form)."""
+    if isinstance(body, dict) and set(body) == {"text"}:
+        return str(body["text"]).encode("utf-8")
+    if isinstance(body, dict) and set(body) == {"base64"}:
+        return base64.b64decode(body["base64"])
+    return json.dumps(body).encode("utf-8")
+
+
+# -- explaining a miss -------------------------------------------------------------------------
+
+
+def explain_miss(normalised: dict[str, Any], entries: list[_Recorded], path: Path) -> str:
+    """Why no recording matched: where the request differs from the nearest recorded one."""
+    where = f"{normalised['method']} {normalised['path']}"
+    if not entries:
+        return f"replay: {path} holds no exchanges, so nothing answers {where}."
+    scored = []
+    for recorded in entries:
+        differences = _differences(recorded.normalised, normalised, "")
+        scored.append((len(differences), recorded.line, differences))
+    count, line, differences = min(scored, key=lambda item: (item[0], item[1]))
+    shown = "; ".join(_describe(d) for d in differences[:3])
+    more = f" (and {count - 3} more differences)" if count > 3 else ""
+    return (
+        f"replay: no recorded response in {path} for this {where} request. "
+        f"Nearest recorded request (line {line}) differs at {shown}{more}. "
+        "Re-record with record=, or pass replay_fallback=True to ask the live model."
+    )
+
+
+def _differences(old: Any, new: Any, path: str) -> list[tuple[str, Any, Any]]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        found: list[tuple[str, Any, Any]] = []
+        for key in sorted(set(old) | set(new), key=str):
+            child = f"{path}.{key}" if path else str(key)
+            if key not in old:
+                found.append((child, _MISSING, new[key]))
+            elif key not in new:
+                found.append((child, old[key], _MISSING))
+            else:
+                found += _differences(old[key], new[key], child)
+        return found
+    if isinstance(old, list) and isinstance(new, list):
+        found = []
+        for index in range(min(len(old), len(new))):
+            found += _differences(old[index], new[index], f"{path}[{index}]")
+        if len(old) != len(new):
+            found.append((path, _Length(len(old)), _Length(len(new))))
+        return found
+    return [] if old == new else [(path, old, new)]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+_MISSING = _Missing()
+
+
+@dataclass
+class _Length:
+    items: int
+
+    def __repr__(self) -> str:
+        return f"{self.items} items"
+
+
+def _describe(difference: tuple[str, Any, Any]) -> str:
+    path, old, new = difference
+    return f"{path or 'the request'}: recorded {_short(old)}, now {_short(new)}"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, (_Missing, _Length)):
+        return repr(value)
+    rendered = json.dumps(value, ensure_ascii=False, default=str)
+    return rendered if len(rendered) <= 80 else rendered[:77] + "…"
