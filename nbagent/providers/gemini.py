@@ -67,7 +67,7 @@ def build_body(
         if message.role == "system":
             system_parts.append(message.content)
         elif message.role == "user":
-            _append(contents, "user", [{"text": message.content or " "}])
+            _append(contents, "user", [{"text": message.content}])  # "" is accepted
         else:
             for tool_round in message.rounds or []:
                 _expand_round(contents, tool_round, names)
