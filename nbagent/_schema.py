@@ -60,10 +60,7 @@ def function_schema(fn: Callable[..., Any], *, name: str = "tool") -> FunctionSc
     target = unwrap(fn)
     doc = docstring_parser.parse(inspect.getdoc(target) or "")
     param_docs = {p.arg_name.lstrip("*"): (p.description or "") for p in doc.params}
-    try:
-        hints = get_type_hints(target, include_extras=True)
-    except Exception:  # unresolvable forward references: fall back to raw annotations
-        hints = {}
+    hints = _type_hints(target)
     fields: dict[str, Any] = {}
     for pname, param in _model_parameters(fn).items():
         annotation = hints.get(pname, param.annotation)
@@ -72,8 +69,9 @@ def function_schema(fn: Callable[..., Any], *, name: str = "tool") -> FunctionSc
             no_default = param.default in (inspect.Parameter.empty, None)
             annotation = Any if no_default else type(param.default)
         default = ... if param.default is inspect.Parameter.empty else param.default
-        description = param_docs.get(pname) or None
-        fields[pname] = (annotation, pydantic.Field(default, description=description))
+        # Only pass what is known, so an Annotated[..., Field(description=...)] survives.
+        extra = {"description": param_docs[pname]} if param_docs.get(pname) else {}
+        fields[pname] = (annotation, pydantic.Field(default, **extra))
     try:
         model = pydantic.create_model(
             f"{name}_arguments",
@@ -91,6 +89,24 @@ def function_schema(fn: Callable[..., Any], *, name: str = "tool") -> FunctionSc
     schema.setdefault("properties", {})
     description = "\n\n".join(x for x in (doc.short_description, doc.long_description) if x)
     return FunctionSchema(description, schema, model)
+
+
+def _type_hints(target: Callable[..., Any]) -> dict[str, Any]:
+    """Resolved annotations; with one unresolvable name, the others still resolve."""
+    try:
+        return get_type_hints(target, include_extras=True)
+    except Exception:
+        pass
+    hints: dict[str, Any] = {}
+    namespace = getattr(target, "__globals__", {})
+    for pname, annotation in getattr(target, "__annotations__", {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)  # what get_type_hints does too
+            except Exception:
+                pass  # left as text; reported with the parameter's name below
+        hints[pname] = annotation
+    return hints
 
 
 def _model_parameters(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
@@ -113,6 +129,12 @@ def _model_parameters(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
 
 def _unsupported_message(name: str, fields: dict[str, Any]) -> str:
     for pname, (annotation, _field) in fields.items():
+        if isinstance(annotation, str):
+            return (
+                f"tool {name!r}: the annotation {annotation!r} of parameter {pname!r} cannot "
+                "be resolved (a class defined inside a function, with postponed annotations?). "
+                "Define the type at module level."
+            )
         try:
             pydantic.TypeAdapter(annotation).json_schema()
         except Exception:

@@ -70,7 +70,9 @@ def test_three_round_dataframe_run_sends_compact_table_and_keeps_frames():
     assert [f["region"].iloc[0] for f in frames] == ["r0", "r1", "r2"]
     assert frames[0].shape == (500, 3)
     # Round text and calls are kept per round.
-    assert [r.assistant_text for r in result.rounds] == [f"Looking at region {i}." for i in range(3)]
+    assert [r.assistant_text for r in result.rounds] == [
+        f"Looking at region {i}." for i in range(3)
+    ]
     assert result.rounds[1].calls[0].arguments == {"region": "r1"}
     assert_history_valid(agent.conversation)
 
@@ -331,8 +333,10 @@ def test_events_and_status_lines_follow_the_run():
     text0 = "".join(e.text for e in events if isinstance(e, TextDelta) and e.round_index == 0)
     text1 = "".join(e.text for e in events if isinstance(e, TextDelta) and e.round_index == 1)
     assert (text0, text1) == ("Let me check.", "It is sunny.")
-    assert kinds.index("ToolCallStarted") < kinds.index("ToolCallFinished") < kinds.index(
-        "RoundFinished"
+    assert (
+        kinds.index("ToolCallStarted")
+        < kinds.index("ToolCallFinished")
+        < kinds.index("RoundFinished")
     )
     run_started = events[0]
     assert isinstance(run_started, RunStarted) and run_started.prompt == "Weather in Oslo?"
@@ -341,7 +345,9 @@ def test_events_and_status_lines_follow_the_run():
 
 
 def test_early_stop_reports_status():
-    agent = Agent(ScriptedModel(lambda r: reply(calls=[call("explode", what="q")])), tools=[explode])
+    agent = Agent(
+        ScriptedModel(lambda r: reply(calls=[call("explode", what="q")])), tools=[explode]
+    )
     statuses = [e.text for e in agent.stream_sync("x") if isinstance(e, Status)]
     assert statuses[-1] == "Stopped: tool errors"
 
