@@ -1,0 +1,463 @@
+"""OpenAI adapter against a scripted Chat Completions server: wire format and faults."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from nbagent import Agent
+from nbagent.errors import ConfigError, ProviderError
+from nbagent.providers.openai import OpenAIProvider
+from nbagent.tools import Tool
+
+from .wire import Reply, WireServer
+
+KEY = "sk-LEAKCHECK-0123456789abcdef"
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict:
+    choice = {"index": 0, "delta": delta or {}, "finish_reason": finish}
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice], **extra}
+
+
+def tool_delta(
+    index: int, *, id: str | None = None, name: str | None = None, args: str = ""
+) -> dict:
+    item: dict[str, Any] = {"index": index, "function": {"arguments": args}}
+    if id:
+        item.update(id=id, type="function")
+        item["function"]["name"] = name
+    return {"tool_calls": [item]}
+
+
+USAGE = {"id": "chatcmpl-1", "choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+
+
+def call_stream(*calls: tuple[str, str, str], finish: str = "tool_calls") -> Reply:
+    """A streamed reply asking for ``calls`` (id, name, arguments), arguments in 2 pieces."""
+    events: list[Any] = [chunk({"role": "assistant", "content": None})]
+    for index, (call_id, name, args) in enumerate(calls):
+        half = len(args) // 2
+        events.append(chunk(tool_delta(index, id=call_id, name=name)))
+        events += [
+            chunk(tool_delta(index, args=args[:half])),
+            chunk(tool_delta(index, args=args[half:])),
+        ]
+    events += [chunk(finish=finish), USAGE, "[DONE]"]
+    return Reply.sse(events)
+
+
+def text_stream(text: str) -> Reply:
+    pieces = [text[i : i + 4] for i in range(0, len(text), 4)]
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": p}) for p in pieces] + [chunk(finish="stop"), USAGE, "[DONE]"]
+    return Reply.sse(events)
+
+
+def text_reply(text: str) -> Reply:
+    return Reply(
+        200,
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": text},
+                }
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+        },
+    )
+
+
+class Calls:
+    """A tool that records what it was called with."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+        def add(a: int, b: int) -> int:
+            """Add two numbers."""
+            self.seen.append({"a": a, "b": b})
+            return a + b
+
+        self.tool = Tool(add)
+
+
+def agent_for(server: WireServer, tools: list[Tool], **kw: Any) -> Agent:
+    provider_kw = {k: kw.pop(k) for k in ("timeout", "max_retries") if k in kw}
+    provider = OpenAIProvider(
+        "gpt-test", base_url=server.url + "/v1", api_key=KEY, env={}, **provider_kw
+    )
+    return Agent(provider, tools=tools, **kw)
+
+
+# --------------------------------------------------------------------------- wire format
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_round_trip_and_history_expansion(wire_server: WireServer, stream: bool) -> None:
+    calls = Calls()
+    if stream:
+        wire_server.add(call_stream(("call_A", "add", '{"a": 2, "b": 3}')), text_stream("It is 5."))
+        wire_server.add(text_stream("Bye."))
+    else:
+        wire_server.add(
+            Reply(
+                200,
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "tool_calls",
+                            "message": {
+                                "role": "assistant",
+                                "content": "Let me add.",
+                                "tool_calls": [
+                                    {
+                                        "id": "call_A",
+                                        "type": "function",
+                                        "function": {
+                                            "name": "add",
+                                            "arguments": '{"a": 2, "b": 3}',
+                                        },
+                                    }
+                                ],
+                            },
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 7},
+                },
+            ),
+            text_reply("It is 5."),
+            text_reply("Bye."),
+        )
+    agent = agent_for(
+        wire_server,
+        [calls.tool],
+        system="Be terse.",
+        stream=stream,
+        max_output_tokens=50,
+        temperature=0.2,
+    )
+    result = await agent.run("What is 2 + 3?")
+    assert result.output == "It is 5."
+    assert calls.seen == [{"a": 2, "b": 3}]
+    assert result.usage.input_tokens > 0
+    await agent.run("Thanks")
+
+    first, second, third = wire_server.bodies()
+    assert first["model"] == "gpt-test"
+    assert first["messages"] == [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": "What is 2 + 3?"},
+    ]
+    assert first["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "description": "Add two numbers.",
+                "parameters": calls.tool.parameters,
+            },
+        }
+    ]
+    assert first["tool_choice"] == "auto"
+    assert first["max_tokens"] == 50 and "max_completion_tokens" not in first  # not api.openai.com
+    assert first["temperature"] == 0.2
+    if stream:
+        assert first["stream"] is True and first["stream_options"] == {"include_usage": True}
+    else:
+        assert "stream" not in first and "stream_options" not in first
+    assistant = second["messages"][2]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"] == (None if stream else "Let me add.")
+    assert assistant["tool_calls"] == [
+        {
+            "id": "call_A",
+            "type": "function",
+            "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+        }
+    ]
+    assert second["messages"][3] == {"role": "tool", "tool_call_id": "call_A", "content": "5"}
+    assert third["messages"][2:] == [
+        assistant,
+        {"role": "tool", "tool_call_id": "call_A", "content": "5"},
+        {"role": "assistant", "content": "It is 5."},
+        {"role": "user", "content": "Thanks"},
+    ]
+    request = wire_server.requests[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_forced_final_answer_keeps_tools_and_says_none(wire_server: WireServer) -> None:
+    calls = Calls()
+    wire_server.add(call_stream(("call_1", "add", '{"a":1,"b":1}')), text_stream("Two."))
+    agent = agent_for(wire_server, [calls.tool], max_rounds=1)
+    result = await agent.run("1+1?")
+    assert result.stop_reason == "max_rounds"
+    final = wire_server.bodies()[1]
+    assert final["tool_choice"] == "none"
+    assert [t["function"]["name"] for t in final["tools"]] == ["add"]
+    roles = [m["role"] for m in final["messages"]]
+    assert roles == ["user", "assistant", "tool", "user"]  # instruction after the results
+    assert final["messages"][-1]["content"]
+
+
+async def test_parallel_calls_and_new_id_at_used_index(wire_server: WireServer) -> None:
+    """Some servers reuse index 0 for parallel calls: a new id starts a new call."""
+    calls = Calls()
+    events = [
+        chunk(tool_delta(0, id="call_X", name="add", args='{"a": 1, "b": 2}')),
+        chunk(tool_delta(0, id="call_Y", name="add", args='{"a": 3,')),
+        chunk(tool_delta(0, args=' "b": 4}')),
+        chunk(finish="stop"),  # a plain "stop": calls are detected from content
+        "[DONE]",
+    ]
+    wire_server.add(Reply.sse(events), text_stream("3 and 7"))
+    result = await agent_for(wire_server, [calls.tool]).run("two sums")
+    assert [(c.id, c.arguments) for c in result.rounds[0].calls] == [
+        ("call_X", {"a": 1, "b": 2}),
+        ("call_Y", {"a": 3, "b": 4}),
+    ]
+    tool_messages = [m for m in wire_server.bodies()[1]["messages"] if m["role"] == "tool"]
+    assert [(m["tool_call_id"], m["content"]) for m in tool_messages] == [
+        ("call_X", "3"),
+        ("call_Y", "7"),
+    ]
+    assert result.usage.input_tokens == 11  # the usage chunk with empty choices was read
+
+
+async def test_invalid_json_arguments_are_sent_back_as_an_error(wire_server: WireServer) -> None:
+    calls = Calls()
+    wire_server.add(call_stream(("call_bad", "add", '{"a": 1, "b": ')), text_stream("Sorry."))
+    result = await agent_for(wire_server, [calls.tool]).run("1+?")
+    (call,) = result.rounds[0].calls
+    assert call.raw_arguments == '{"a": 1, "b": '
+    assert calls.seen == []  # never run with half arguments
+    assert not result.rounds[0].results[0].ok
+    second = wire_server.bodies()[1]["messages"]
+    assert second[1]["tool_calls"][0]["function"]["arguments"] == '{"a": 1, "b": '  # byte for byte
+    assert second[2]["role"] == "tool" and "rror" in second[2]["content"]
+
+
+async def test_missing_id_is_generated_and_empty_arguments_are_empty_object(
+    wire_server: WireServer,
+) -> None:
+    def now() -> str:
+        """The time."""
+        return "noon"
+
+    events = [
+        chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "type": "function", "function": {"name": "now", "arguments": ""}}
+                ]
+            }
+        ),
+        chunk(finish="tool_calls"),
+        "[DONE]",
+    ]
+    wire_server.add(Reply.sse(events), text_stream("Noon."))
+    result = await agent_for(wire_server, [Tool(now)]).run("time?")
+    (call,) = result.rounds[0].calls
+    assert call.id and call.arguments == {}
+    assert wire_server.bodies()[1]["messages"][2]["tool_call_id"] == call.id
+
+
+# --------------------------------------------------------------------------- faults
+
+
+@pytest.mark.parametrize(
+    ("first", "headers"),
+    [(429, {"retry-after": "0"}), (529, {}), (500, {}), (503, {"retry-after-ms": "20"})],
+)
+async def test_retry_then_success(wire_server: WireServer, first: int, headers: dict) -> None:
+    wire_server.add(Reply(first, {"error": {"message": "try later", "type": "x"}}, headers=headers))
+    wire_server.add(text_stream("Fine."))
+    result = await agent_for(wire_server, []).run("hi")
+    assert result.output == "Fine."
+    assert wire_server.count == 2
+    assert wire_server.bodies()[0] == wire_server.bodies()[1]  # the same request again
+
+
+async def test_reset_mid_stream_runs_no_tool(wire_server: WireServer) -> None:
+    calls = Calls()
+    reply = call_stream(("call_1", "add", '{"a": 1, "b": 2}'))
+    reply.drop_after = 3  # the connection dies inside the arguments
+    wire_server.add(reply)
+    agent = agent_for(wire_server, [calls.tool])
+    with pytest.raises(ProviderError) as info:
+        await agent.run("1+2")
+    assert info.value.error_type == "connection_error"
+    assert "mid-stream" in info.value.message
+    assert wire_server.count == 1  # never retried after the first byte
+    assert calls.seen == []
+    assistant = agent.conversation.messages[-1]
+    assert assistant.role == "assistant" and not assistant.rounds
+
+
+async def test_slow_first_byte_past_timeout(wire_server: WireServer) -> None:
+    wire_server.add(*[Reply(200, {"choices": []}, first_byte_delay=1.0)] * 2)
+    agent = agent_for(wire_server, [], timeout=0.2, max_retries=1)
+    with pytest.raises(ProviderError) as info:
+        await agent.run("hi")
+    assert info.value.error_type == "timeout"
+    assert "no response within the timeout" in info.value.message
+    assert wire_server.count == 2  # one retry, then the clear error
+
+
+async def test_invalid_json_chunk(wire_server: WireServer) -> None:
+    calls = Calls()
+    events = [chunk(tool_delta(0, id="call_1", name="add", args='{"a": 1')), '{"choices": [ broken']
+    wire_server.add(Reply.sse(events + ["[DONE]"]))
+    with pytest.raises(ProviderError) as info:
+        await agent_for(wire_server, [calls.tool]).run("hi")
+    assert info.value.error_type == "malformed_chunk"
+    assert calls.seen == []
+
+
+async def test_stream_without_terminator(wire_server: WireServer) -> None:
+    calls = Calls()
+    reply = call_stream(("call_1", "add", '{"a": 1, "b": 2}'))
+    assert reply.chunks is not None
+    reply.chunks = reply.chunks[:-1]  # no "data: [DONE]", the HTTP body ends cleanly
+    wire_server.add(reply)
+    agent = agent_for(wire_server, [calls.tool])
+    with pytest.raises(ProviderError) as info:
+        await agent.run("hi")
+    assert info.value.error_type == "incomplete_stream"
+    assert "[DONE]" in info.value.message
+    assert calls.seen == []
+    assert agent.conversation.messages[-1].rounds == []
+
+
+async def test_error_event_after_200(wire_server: WireServer) -> None:
+    events = [
+        chunk({"content": "Hel"}),
+        {"error": {"message": "The server had an error", "type": "server_error"}},
+    ]
+    wire_server.add(Reply.sse(events))
+    with pytest.raises(ProviderError) as info:
+        await agent_for(wire_server, []).run("hi")
+    assert "The server had an error" in info.value.message
+    assert info.value.error_type == "server_error"
+
+
+# --------------------------------------------------------------------------- config and secrets
+
+
+def test_key_required_for_openai_only() -> None:
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        OpenAIProvider("gpt-4o-mini", env={})
+    OpenAIProvider("local-model", base_url="http://127.0.0.1:8080/v1", env={})  # no key needed
+
+
+async def test_env_base_url_and_no_auth_header_without_key(wire_server: WireServer) -> None:
+    wire_server.add(text_reply("ok"))
+    provider = OpenAIProvider("m", env={"OPENAI_BASE_URL": wire_server.url + "/v1/"})
+    result = await Agent(provider, tools=[], stream=False).run("hi")
+    assert result.output == "ok"
+    assert "authorization" not in wire_server.requests[0].headers
+    assert wire_server.requests[0].path == "/v1/chat/completions"
+
+
+def test_official_api_gets_max_completion_tokens() -> None:
+    from nbagent.messages import Message
+    from nbagent.providers import ModelRequest
+
+    provider = OpenAIProvider("gpt-4o", env={"OPENAI_API_KEY": KEY})
+    body = provider.build_body(
+        ModelRequest(system=None, messages=[Message("user", "x")], max_output_tokens=9)
+    )
+    assert body["max_completion_tokens"] == 9 and "max_tokens" not in body
+    assert KEY not in repr(provider)
+
+
+async def test_key_never_leaks(wire_server: WireServer, caplog: pytest.LogCaptureFixture) -> None:
+    """Errors echoing the key, retries, a dead server: the key is in no text anywhere."""
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+    echo = {
+        "error": {
+            "message": f"Incorrect API key provided: {KEY}",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }
+    }
+    wire_server.add(Reply(401, echo))
+    wire_server.add(Reply(500, {"error": {"message": f"boom {KEY}"}}, headers={"retry-after": "0"}))
+    wire_server.add(Reply(500, {"error": {"message": f"boom {KEY}"}}, headers={"retry-after": "0"}))
+    wire_server.add(Reply.sse([chunk({"content": "x"}), {"error": {"message": f"late {KEY}"}}]))
+    agent = agent_for(wire_server, [], max_retries=1)
+    for _ in range(3):
+        with pytest.raises(ProviderError) as info:
+            await agent.run("hi")
+        texts += [str(info.value), repr(info.value), info.value.message, str(info.value.error_type)]
+        texts += [str(info.value.__cause__), str(info.value.__context__)]
+    assert "OPENAI_API_KEY" in texts[0]  # the 401 says what to set
+    dead = WireServer()
+    url = dead.url
+    dead.close()
+    provider = OpenAIProvider("m", base_url=f"{url}/v1", api_key=KEY, max_retries=0, env={})
+    with pytest.raises(ProviderError) as info:
+        await Agent(provider, tools=[]).run("hi")
+    texts += [str(info.value), repr(provider), repr(agent), repr(agent.provider)]
+    texts += [agent.conversation.to_json(), repr(agent.last_result)]
+    texts += [r.url for r in wire_server.requests]
+    texts += [record.getMessage() for record in caplog.records]
+    texts += [caplog.text]
+    assert all(KEY not in t for t in texts), [t for t in texts if KEY in t]
+    # ... while it really was sent, in the header only.
+    assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in wire_server.requests)
+    assert all(KEY.encode() not in r.body for r in wire_server.requests)
+    await provider.aclose()
+
+
+async def test_event_stream_matches_between_modes(wire_server: WireServer) -> None:
+    """stream=True and stream=False produce the same provider events."""
+    from nbagent.messages import Message
+    from nbagent.providers import ModelRequest
+
+    calls = [("call_Q", "add", '{"a": 5, "b": 6}')]
+    wire_server.add(call_stream(*calls))
+    wire_server.add(
+        Reply(
+            200,
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": "call_Q",
+                                    "type": "function",
+                                    "function": {"name": "add", "arguments": '{"a": 5, "b": 6}'},
+                                }
+                            ],
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7},
+            },
+        )
+    )
+    provider = OpenAIProvider("m", base_url=wire_server.url, env={})
+    out = []
+    for stream in (True, False):
+        request = ModelRequest(system=None, messages=[Message("user", "x")], stream=stream)
+        events = [e async for e in provider.stream(request)]
+        out.append(
+            [json.dumps(e.__dict__, default=lambda o: o.__dict__, sort_keys=True) for e in events]
+        )
+    assert out[0] == out[1]
+    await provider.aclose()
