@@ -326,6 +326,13 @@ def _display(bundle: dict[str, str]) -> Any:
     return display(bundle, raw=True, display_id=True)
 
 
+def _unquote(value: str | None) -> str | None:
+    """IPython's argument splitter keeps the quotes around ``--system "Be brief."``."""
+    if value is not None and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
 def _supports_updates(shell: Any) -> bool:
     """False for terminal IPython, whose plain DisplayPublisher prints every update again."""
     from IPython.core.displaypub import DisplayPublisher
@@ -423,6 +430,8 @@ class AgentMagics(Magics):
     def agent_cell(self, line: str, cell: str) -> None:
         """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
         args = parse_argstring(self.agent_cell, line)
+        for name in ("model", "tools", "system", "out"):
+            setattr(args, name, _unquote(getattr(args, name)))
         overrides = self._overrides(args)
         if not args.out.isidentifier() or keyword.iskeyword(args.out):
             raise UsageError(f"--out {args.out!r} is not a valid variable name.")

@@ -72,12 +72,15 @@ def assert_inert(html_text: str) -> HtmlFacts:
 @pytest.fixture
 def shell() -> Iterator[Any]:
     """A fresh real IPython InteractiveShell with nbagent loaded."""
+    from IPython.core.displaypub import CapturingDisplayPublisher
     from IPython.core.interactiveshell import InteractiveShell
 
     import nbagent
 
     InteractiveShell.clear_instance()
     sh = InteractiveShell.instance()
+    # What a front end would receive: every display and update_display, in order.
+    sh.display_pub = CapturingDisplayPublisher()
     sh.run_line_magic("load_ext", "nbagent")
     saved = dict(nbagent.REGISTRY)
     nbagent.REGISTRY.clear()

@@ -1,0 +1,374 @@
+"""%%agent and %agent in a real IPython InteractiveShell."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import HtmlFacts, assert_inert
+from IPython.core.error import UsageError
+
+from nbagent import Conversation, RunResult, tool
+from nbagent.magic import current_agent, use
+from nbagent.render import render_result_html
+from nbagent.testing import ScriptedModel, call, reply
+
+
+def outputs(shell: Any) -> list[dict[str, Any]]:
+    return list(shell.display_pub.outputs)
+
+
+def final_html(shell: Any) -> str:
+    return str(outputs(shell)[-1]["data"]["text/html"])
+
+
+def run(shell: Any, line: str, body: str) -> Any:
+    shell.display_pub.outputs.clear()
+    return shell.run_cell_magic("agent", line, body)
+
+
+def two_round_script(request: Any) -> Any:
+    if request.round_index == 0:
+        return reply("Let me add.", [call("add", a=2, b=3)])
+    return reply(f"The sum is **{request.tool_results[-1].content}**.")
+
+
+@pytest.fixture
+def add_tool() -> Any:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return add
+
+
+def test_cell_runs_shows_live_then_final_html_and_sets_agent_var(shell: Any, add_tool: Any) -> None:
+    model = ScriptedModel(two_round_script)
+    shell.user_ns["model"] = model
+    shell.run_line_magic("agent", "model model")
+    assert run(shell, "", "What is 2+3?") is None
+    result = shell.user_ns["_agent"]
+    assert isinstance(result, RunResult)
+    assert result.output == "The sum is **5**." and result.stop_reason == "complete"
+    assert result.tool_results == [5]
+    outs = outputs(shell)
+    # one display, then updates of that same display
+    assert outs[0]["update"] is False and all(o["update"] for o in outs[1:])
+    ids = {o["transient"]["display_id"] for o in outs}
+    assert len(ids) == 1
+    last = outs[-1]["data"]
+    assert set(last) == {"text/html", "text/markdown", "text/plain"}
+    assert last["text/html"] == render_result_html(result)
+    facts = HtmlFacts(last["text/html"])
+    assert "Round 1 · add · ok" in facts.text and "The sum is 5." in facts.text
+    assert "The sum is **5**." in last["text/plain"]
+    assert model.requests[0].prompt == "What is 2+3?"
+
+
+def test_consecutive_cells_continue_one_conversation_new_starts_over(shell: Any) -> None:
+    model = ScriptedModel(lambda r: f"turn {len([m for m in r.messages if m.role == 'user'])}")
+    use(model)
+    run(shell, "", "first")
+    run(shell, "", "second")
+    assert shell.user_ns["_agent"].output == "turn 2"
+    run(shell, "--new", "third")
+    assert shell.user_ns["_agent"].output == "turn 1"
+    conversation_id = current_agent().conversation.id
+    # switching model keeps the conversation
+    other = ScriptedModel(lambda r: f"other sees {len(r.messages)} messages")
+    shell.user_ns["other"] = other
+    run(shell, "-m other --out answer", "fourth")
+    assert shell.user_ns["answer"].output == "other sees 4 messages"
+    assert current_agent().conversation.id == conversation_id
+    assert [m.content for m in other.requests[0].messages[:2]] == ["third", "turn 1"]
+
+
+def test_options_reach_the_model(shell: Any, add_tool: Any) -> None:
+    @tool
+    def sub(a: int, b: int) -> int:
+        """Subtract."""
+        return a - b
+
+    def mul(a: int, b: int) -> int:
+        """Multiply (a plain function from the notebook)."""
+        return a * b
+
+    shell.user_ns["mul"] = mul
+
+    def script(request: Any) -> Any:
+        return reply("", [call("mul", a=2, b=4)]) if request.round_index < 5 else reply("done")
+
+    model = ScriptedModel(script)
+    use(model)
+    run(shell, '--tools add,mul --max-rounds 2 --system "Be brief." --no-stream --out r', "go")
+    seen = model.requests
+    assert seen[0].tools == ["add", "mul"]
+    assert seen[0].request.system == "Be brief." and seen[0].request.stream is False
+    assert [s.tool_choice for s in seen] == ["auto", "auto", "none"]
+    assert shell.user_ns["r"].stop_reason == "max_rounds"
+    assert shell.user_ns["r"].tool_results == [8, 8]
+    # --tools applied to that cell only; --system stays for the conversation
+    run(shell, "", "again")
+    assert sorted(seen[-1].tools) == ["add", "sub"]
+    assert seen[-1].request.system == "Be brief."
+
+
+def test_timeout_option_stops_the_run(shell: Any) -> None:
+    use(ScriptedModel(["x" * 400], chunk_size=1, delay=0.01))
+    run(shell, "--timeout 0.3", "slow")
+    result = shell.user_ns["_agent"]
+    assert result.stop_reason == "timeout"
+    assert "stopped: timeout" in HtmlFacts(final_html(shell)).text
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("--bogus", "unrecognized arguments: --bogus"),
+        ("--max-rounds x", "invalid int value: 'x'"),
+        ("--max-rounds -1", "--max-rounds must be 0 or more."),
+        ("--timeout 0", "--timeout must be a positive number"),
+        ("--out 1x", "--out '1x' is not a valid variable name."),
+        ("--tools nosuch", "no tool or function named 'nosuch'"),
+        ("-m nope:model", "Unknown provider 'nope'"),
+    ],
+)
+def test_bad_options_give_short_usage_errors(shell: Any, line: str, message: str) -> None:
+    model = ScriptedModel()
+    use(model)
+    with pytest.raises(UsageError) as info:
+        run(shell, line, "hello")
+    assert message in str(info.value)
+    assert model.requests == [] and current_agent().conversation.messages == []
+    # and through run_cell: no traceback, the shell shows IPython's one-line UsageError
+    outcome = shell.run_cell(f"%%agent {line}\nhello")
+    assert isinstance(outcome.error_in_exec, UsageError)
+
+
+def test_empty_body_is_a_usage_error(shell: Any) -> None:
+    use(ScriptedModel())
+    with pytest.raises(UsageError, match="write the prompt in the cell body"):
+        run(shell, "", "  \n ")
+
+
+def test_interpolation_from_user_namespace(shell: Any) -> None:
+    model = ScriptedModel()
+    use(model)
+    shell.user_ns["df"] = pd.DataFrame({"city": [f"c{i}" for i in range(200)], "t": range(200)})
+    shell.user_ns["name"] = "Oslo"
+    shell.run_cell("class Box:\n    size = 7\nbox = Box()")
+    run(shell, "", 'Weather in {name}, size {box.size}, keep {{literal}} and {"json": 1}:\n{df}')
+    prompt = model.requests[0].prompt
+    assert prompt.startswith('Weather in Oslo, size 7, keep {literal} and {"json": 1}:\n')
+    assert "<DataFrame with 200 rows × 2 columns; first 5 rows:>" in prompt
+    assert "c4" in prompt and "c5" not in prompt and len(prompt) < 400
+    with pytest.raises(UsageError, match="'missing' is not defined"):
+        run(shell, "", "about {missing}")
+    with pytest.raises(UsageError, match="no attribute 'nope'"):
+        run(shell, "", "about {box.nope}")
+
+
+def test_model_and_tool_xss_is_inert_in_the_cell_output(shell: Any) -> None:
+    payload = "<script>alert(1)</script><img src=x onerror=alert(2)><!-- c -->"
+
+    @tool
+    def evil(q: str) -> Any:
+        """Returns hostile content."""
+        return {"html": payload, "frame": None} if q == "json" else pd.DataFrame({payload: [q]})
+
+    def script(request: Any) -> Any:
+        if request.round_index == 0:
+            return reply(payload, [call("evil", q=payload), call("evil", q="json")])
+        return reply(payload + " [x](javascript:alert(3))")
+
+    use(ScriptedModel(script))
+    run(shell, "", "go")
+    for out in outputs(shell):
+        facts = assert_inert(out["data"]["text/html"])
+    assert "<script>alert(1)</script>" in facts.text  # shown as text
+
+
+def test_approval_headless_uses_policy(shell: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+
+    @tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return "deleted"
+
+    def script(request: Any) -> Any:
+        if request.round_index == 0:
+            return reply("", [call("delete", path="/tmp/x")])
+        return reply(request.tool_results[-1].content)
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no stdin: input() hits EOF
+    monkeypatch.delenv("NBAGENT_APPROVAL", raising=False)
+    use(ScriptedModel(script))
+    run(shell, "", "delete it")
+    result = shell.user_ns["_agent"]
+    assert ran == [] and result.rounds[0].results[0].ok is False
+    assert "denied by policy NBAGENT_APPROVAL=deny (no stdin)" in final_html(shell)
+    assert "The user denied this call" in result.output
+    monkeypatch.setenv("NBAGENT_APPROVAL", "allow:delete")
+    run(shell, "", "delete it")
+    assert ran == ["/tmp/x"]
+    assert "approved by policy NBAGENT_APPROVAL=allow:delete (no stdin)" in final_html(shell)
+
+
+@pytest.mark.parametrize(("answer", "approved"), [("y\n", True), ("n\n", False), ("\n", False)])
+def test_approval_asks_through_input(
+    shell: Any, monkeypatch: pytest.MonkeyPatch, answer: str, approved: bool
+) -> None:
+    ran: list[str] = []
+
+    @tool(requires_approval=True)
+    def launch(target: str) -> str:
+        """Launch something."""
+        ran.append(target)
+        return "launched"
+
+    def script(request: Any) -> Any:
+        if request.round_index == 0:
+            return reply("", [call("launch", target="moon")])
+        return reply("ok")
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(answer))
+    use(ScriptedModel(script))
+    run(shell, "", "go")
+    assert ran == (["moon"] if approved else [])
+    word = "approved" if approved else "denied"
+    assert f'nba-approval nba-{"ok" if approved else "err"}">{word} by user</span>' in final_html(
+        shell
+    )
+
+
+def _interrupt_after(seconds: float) -> threading.Timer:
+    """Deliver a real SIGINT to this process (what a kernel interrupt does)."""
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def _assert_valid_history(shell: Any) -> None:
+    conversation = current_agent().conversation
+    copy = Conversation.from_json(conversation.to_json())
+    for message in copy.messages:
+        for rnd in message.rounds or []:
+            assert [r.call_id for r in rnd.results] == [c.id for c in rnd.calls]
+
+
+def test_interrupt_during_stream_cancels_and_next_cell_works(shell: Any) -> None:
+    use(ScriptedModel(["word " * 2000, "next answer"], chunk_size=5, delay=0.01))
+    timer = _interrupt_after(0.5)
+    started = time.monotonic()
+    run(shell, "", "long story")
+    elapsed = time.monotonic() - started
+    timer.join()
+    result = shell.user_ns["_agent"]
+    assert result.stop_reason == "cancelled" and elapsed < 0.5 + 1.0
+    assert result.output.startswith("word word") and result.output.endswith("[run cancelled]")
+    assert "stopped: cancelled" in HtmlFacts(final_html(shell)).text
+    _assert_valid_history(shell)
+    run(shell, "", "and now?")
+    assert shell.user_ns["_agent"].output == "next answer"
+
+
+def test_interrupt_during_slow_tool(shell: Any) -> None:
+    @tool(timeout=30)
+    def slow() -> str:
+        """Takes long."""
+        time.sleep(10)
+        return "late"
+
+    def script(request: Any) -> Any:
+        if request.prompt == "after":
+            return "fine"
+        return reply("Calling.", [call("slow")]) if request.round_index == 0 else "unused"
+
+    use(ScriptedModel(script))
+    timer = _interrupt_after(0.5)
+    started = time.monotonic()
+    run(shell, "", "use the slow tool")
+    elapsed = time.monotonic() - started
+    timer.join()
+    result = shell.user_ns["_agent"]
+    assert result.stop_reason == "cancelled" and elapsed < 0.5 + 1.0
+    facts = HtmlFacts(final_html(shell))
+    assert "not run: the run was cancelled" in facts.text and "stopped: cancelled" in facts.text
+    _assert_valid_history(shell)
+    run(shell, "", "after")
+    assert shell.user_ns["_agent"].output == "fine"
+
+
+def test_live_updates_are_throttled(shell: Any) -> None:
+    text = "x" * 1500
+    use(ScriptedModel([text], chunk_size=1, delay=0.001))
+    started = time.monotonic()
+    run(shell, "", "stream")
+    elapsed = time.monotonic() - started
+    updates = [o for o in outputs(shell) if o["update"]]
+    assert len(updates) <= elapsed / 0.1 + 2  # ~10 a second at most, plus the final one
+    assert len(updates) >= 2
+    assert shell.user_ns["_agent"].output == text
+
+
+def test_terminal_ipython_prints_only_the_final_text(
+    shell: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from IPython.core.displaypub import DisplayPublisher
+
+    shell.display_pub = DisplayPublisher(shell=shell)
+    use(ScriptedModel(["streamed " * 50]))
+    shell.run_cell_magic("agent", "", "hi")
+    out = capsys.readouterr().out
+    assert out.count(("streamed " * 50).strip()) == 1 and out.count("— scripted · 0 rounds") == 1
+
+
+def test_line_magic_commands(shell: Any, add_tool: Any, tmp_path: Any,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    use(ScriptedModel(two_round_script))
+    shell.run_line_magic("agent", "tools")
+    assert "add: Add two integers." in capsys.readouterr().out
+    run(shell, "", "2+3")
+    run(shell, "", "2+3 again")
+    history = shell.run_line_magic("agent", "history")
+    columns = ["turn", "round", "tool", "arguments", "ok", "duration", "tokens"]
+    assert list(history.columns) == columns
+    assert history[["turn", "round", "tool", "ok"]].values.tolist() == [
+        [1, 1, "add", True], [2, 2, "add", True]
+    ]
+    assert json.loads(history["arguments"][0]) == {"a": 2, "b": 3}
+    capsys.readouterr()
+    shell.run_line_magic("agent", "usage")
+    assert capsys.readouterr().out.startswith("2 runs, 2 tool rounds, ")
+    shell.run_line_magic("agent", f"export {tmp_path / 'c.json'}")
+    saved = Conversation.from_json((tmp_path / "c.json").read_text())
+    assert saved.id == current_agent().conversation.id and len(saved.messages) == 4
+    shell.run_line_magic("agent", f"export {tmp_path / 'c.md'}")
+    assert "The sum is **5**." in (tmp_path / "c.md").read_text()
+    with pytest.raises(UsageError, match="must end in .json or .md"):
+        shell.run_line_magic("agent", f"export {tmp_path / 'c.txt'}")
+    shell.run_line_magic("agent", "model")
+    assert capsys.readouterr().out.strip().endswith("model: scripted")
+    with pytest.raises(UsageError, match="Unknown provider"):
+        shell.run_line_magic("agent", "model bogus:thing")
+    shell.run_line_magic("agent", "model scripted:other")
+    assert current_agent().model == "scripted:other"
+    assert len(current_agent().conversation.messages) == 4  # conversation kept
+    shell.run_line_magic("agent", "reset")
+    assert current_agent().conversation.messages == []
+    assert len(shell.run_line_magic("agent", "history")) == 0
+    with pytest.raises(UsageError, match="unknown command 'frobnicate'"):
+        shell.run_line_magic("agent", "frobnicate")
+    with pytest.raises(UsageError, match="too many arguments"):
+        shell.run_line_magic("agent", "reset now")
