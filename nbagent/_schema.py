@@ -70,8 +70,9 @@ def function_schema(fn: Callable[..., Any], *, name: str = "tool") -> FunctionSc
             annotation = Any if no_default else type(param.default)
         default = ... if param.default is inspect.Parameter.empty else param.default
         # Only pass what is known, so an Annotated[..., Field(description=...)] survives.
-        extra = {"description": param_docs[pname]} if param_docs.get(pname) else {}
-        fields[pname] = (annotation, pydantic.Field(default, **extra))
+        text = param_docs.get(pname)
+        info = pydantic.Field(default, description=text) if text else pydantic.Field(default)
+        fields[pname] = (annotation, info)
     try:
         model = pydantic.create_model(
             f"{name}_arguments",
