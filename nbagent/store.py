@@ -196,6 +196,10 @@ class Store:
         try:
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             db.execute("PRAGMA foreign_keys = ON")
+            # Checked before anything changes the file (WAL mode would rewrite its header).
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise NewerSchemaError(version)
             if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 db.execute("PRAGMA journal_mode = WAL")
             # In WAL mode NORMAL survives an application crash (kill -9); only a power

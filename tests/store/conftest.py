@@ -1,0 +1,195 @@
+"""Fixtures for the history store and record/replay tests.
+
+Every test gets its own ``NBAGENT_HOME`` (a temporary folder), so nothing is ever
+written to the real user data directory, and no provider key from the
+environment can leak into a test.
+
+``openai_server`` is a real HTTP server on 127.0.0.1 speaking the OpenAI Chat
+Completions wire format (JSON or SSE, as the request asks). It decides each
+reply from the request with a small script, like a deterministic model: when
+the conversation's last message is the user's and a tool is offered, it asks
+for the tool; after tool results, it answers with them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+KEY_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"]
+
+
+@pytest.fixture(autouse=True)
+def history_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private NBAGENT_HOME per test; history on; no real keys in sight."""
+    home = tmp_path / "nbagent-home"
+    monkeypatch.setenv("NBAGENT_HOME", str(home))
+    monkeypatch.delenv("NBAGENT_HISTORY", raising=False)
+    monkeypatch.delenv("NBAGENT_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    for name in KEY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def db_path(history_home: Path) -> Path:
+    return history_home / "history.db"
+
+
+def query(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    """Rows from the history file through a separate, fresh connection."""
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(sql, args).fetchall()
+    finally:
+        db.close()
+
+
+# -- a scripted OpenAI Chat Completions server ---------------------------------------------
+
+
+@dataclass
+class Answer:
+    text: str = ""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def weather_script(body: dict[str, Any]) -> Answer:
+    """Ask for each offered tool once with the user's city, then answer from the results."""
+    messages = body["messages"]
+    last = messages[-1]
+    if last["role"] == "user" and body.get("tools") and body.get("tool_choice") != "none":
+        city = last["content"].rstrip("?").split()[-1]
+        return Answer("Let me check.", [("weather", {"city": city})])
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    return Answer(f"The weather: {results[-1] if results else 'unknown'}.")
+
+
+class OpenAIServer:
+    """A ThreadingHTTPServer on 127.0.0.1 serving ``POST /v1/chat/completions``."""
+
+    def __init__(self, script: Callable[[dict[str, Any]], Answer] = weather_script) -> None:
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.gzip = False
+        self._ids = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                length = int(self.headers.get("content-length", "0"))
+                body = json.loads(self.rfile.read(length))
+                server.requests.append(body)
+                server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                if not self.path.endswith("/chat/completions"):
+                    self._send(404, "application/json", b'{"error": {"message": "not found"}}')
+                    return
+                answer = server.script(body)
+                if body.get("stream"):
+                    payload = server.sse(body, answer).encode()
+                    self._send(200, "text/event-stream", payload)
+                else:
+                    payload = json.dumps(server.completion(body, answer)).encode()
+                    self._send(200, "application/json", payload)
+
+            def _send(self, status: int, kind: str, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("content-type", kind)
+                if server.gzip:
+                    payload = gzip.compress(payload)
+                    self.send_header("content-encoding", "gzip")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        host, port = self._server.server_address[:2]
+        self.url = f"http://{host!s}:{port}/v1"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _call_id(self) -> str:
+        self._ids += 1
+        return f"call_{self._ids:04d}"
+
+    def completion(self, body: dict[str, Any], answer: Answer) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
+        if answer.calls:
+            message["tool_calls"] = [
+                {
+                    "id": self._call_id(),
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for name, args in answer.calls
+            ]
+        return {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if answer.calls else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 20 * len(body["messages"]), "completion_tokens": 7},
+        }
+
+    def sse(self, body: dict[str, Any], answer: Answer) -> str:
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {
+                "id": "chatcmpl-test",
+                "object": "chat.completion.chunk",
+                "model": body["model"],
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        text = answer.text
+        chunks += [chunk({"content": text[i : i + 5]}) for i in range(0, len(text), 5)]
+        for index, (name, args) in enumerate(answer.calls):
+            arguments = json.dumps(args)
+            first = {"index": index, "id": self._call_id(), "type": "function"}
+            first["function"] = {"name": name, "arguments": ""}
+            chunks.append(chunk({"tool_calls": [first]}))
+            for i in range(0, len(arguments), 4):
+                piece = {"index": index, "function": {"arguments": arguments[i : i + 4]}}
+                chunks.append(chunk({"tool_calls": [piece]}))
+        chunks.append(chunk({}, "tool_calls" if answer.calls else "stop"))
+        usage = {"prompt_tokens": 20 * len(body["messages"]), "completion_tokens": 7}
+        chunks.append({"id": "chatcmpl-test", "choices": [], "usage": usage})
+        lines = [f"data: {json.dumps(c)}\n\n" for c in chunks]
+        return "".join(lines) + "data: [DONE]\n\n"
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    server = OpenAIServer()
+    yield server
+    server.close()
+
+
+PYTHON = sys.executable

@@ -1,0 +1,87 @@
+"""Several kernels share one history file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from .conftest import query
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time, warnings
+    from pathlib import Path
+    from nbagent import Agent, tool
+    from nbagent.testing import ScriptedModel, call, reply
+
+    go, name = Path(sys.argv[1]), sys.argv[2]
+
+    @tool
+    def add(a: int, b: int) -> int:
+        "Add two numbers."
+        return a + b
+
+    def script(request):
+        if request.round_index == 0:
+            return reply(calls=[call("add", a=1, b=2)])
+        return reply("3")
+
+    while not go.exists():  # start together with the other process
+        time.sleep(0.005)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for number in range(100):
+            Agent(ScriptedModel(script), tools=[add]).run_sync(f"{name} run {number}")
+    for warning in caught:
+        print("WARNING:", warning.message, file=sys.stderr)
+    print("done", len(caught))
+    """
+)
+
+
+def test_two_processes_each_writing_100_runs(tmp_path: Path, db_path: Path) -> None:
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    go = tmp_path / "go"
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(go), name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        for name in ("A", "B")
+    ]
+    time.sleep(1.0)  # both are importing nbagent and waiting for the signal
+    go.write_text("go")
+    outputs = [child.communicate(timeout=240) for child in children]
+    for child, (out, err) in zip(children, outputs, strict=True):
+        assert child.returncode == 0, err
+        assert out.strip() == "done 0", err
+        assert "locked" not in err.lower() and "warning" not in err.lower(), err
+
+    assert query(db_path, "SELECT count(*) FROM conversations") == [(200,)]
+    assert query(db_path, "SELECT count(*) FROM messages") == [(400,)]
+    assert query(db_path, "SELECT count(*) FROM rounds") == [(200,)]
+    assert query(db_path, "SELECT count(*) FROM tool_calls") == [(200,)]
+    assert query(db_path, "SELECT count(*) FROM tool_results WHERE content = '3'") == [(200,)]
+    prompts = {row[0] for row in query(db_path, "SELECT content FROM messages WHERE role='user'")}
+    assert prompts == {f"{name} run {n}" for name in "AB" for n in range(100)}
+    answers = query(db_path, "SELECT count(*) FROM messages WHERE stop_reason = 'complete'")
+    assert answers == [(200,)]
+    assert query(db_path, "PRAGMA integrity_check") == [("ok",)]
+    # The two writers really ran at the same time: their write periods overlap.
+    spans = {
+        name: query(
+            db_path,
+            "SELECT min(created_at), max(created_at) FROM messages WHERE content LIKE ?",
+            f"{name} run %",
+        )[0]
+        for name in "AB"
+    }
+    assert spans["A"][0] < spans["B"][1] and spans["B"][0] < spans["A"][1], spans

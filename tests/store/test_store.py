@@ -1,0 +1,367 @@
+"""The history file as a user sees it: rows after reopening, resume, export, listing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import nbagent
+from nbagent import Agent, ConfigError, tool
+from nbagent.events import ToolCallStarted
+from nbagent.store import INTERRUPTED_NOTE, SCHEMA_VERSION, HistoryWarning, Store
+from nbagent.testing import ScriptedModel, ScriptedRequest, call, reply
+
+from .conftest import query
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool
+def fail(reason: str) -> str:
+    """Always fails."""
+    raise ValueError(f"cannot do it: {reason}")
+
+
+def two_rounds(request: ScriptedRequest) -> Any:
+    """Round 1 adds 2+3, round 2 adds 5+4, then answers."""
+    if request.round_index == 0:
+        return reply("Adding first.", calls=[call("add", a=2, b=3)])
+    if request.round_index == 1:
+        return reply(calls=[call("add", a=5, b=4)])
+    return reply(f"The total is {request.tool_results[-1].content}.")
+
+
+def plain(conversation: nbagent.Conversation) -> dict[str, Any]:
+    return conversation.to_dict()
+
+
+def test_run_is_stored_and_reloads_identically(db_path: Path) -> None:
+    agent = Agent(ScriptedModel(two_rounds), tools=[add], system="Be brief.")
+    first = agent.run_sync("Add 2 and 3, then add 4.")
+    agent.run_sync("Thanks!")  # a second run continues the conversation
+    assert first.output == "The total is 9."
+
+    store = Store(db_path)  # a fresh connection, as after a kernel restart
+    loaded = store.load(agent.conversation.id)
+    assert plain(loaded) == plain(agent.conversation)
+    assert loaded.system == "Be brief."
+    assert [m.role for m in loaded.messages] == ["user", "assistant", "user", "assistant"]
+    assert [len(m.rounds or []) for m in loaded.messages if m.role == "assistant"] == [2, 2]
+
+    rows = query(
+        db_path,
+        "SELECT r.position, r.assistant_text, t.name, t.arguments, s.ok, s.content, "
+        "s.value_type, s.preview FROM rounds r JOIN tool_calls t ON t.round_id = r.id "
+        "JOIN tool_results s ON s.tool_call_id = t.id JOIN messages m ON r.message_id = m.id "
+        "WHERE m.position = 1 ORDER BY r.id",
+    )
+    assert rows == [
+        (0, "Adding first.", "add", '{"a": 2, "b": 3}', 1, "5", "int", "5"),
+        (1, None, "add", '{"a": 5, "b": 4}', 1, "9", "int", "9"),
+    ]
+    (stop_reason, tokens_in, tokens_out, duration), *_ = query(
+        db_path,
+        "SELECT stop_reason, input_tokens, output_tokens, duration_s FROM messages "
+        "WHERE role = 'assistant' ORDER BY position",
+    )
+    assert stop_reason == "complete"
+    assert (tokens_in, tokens_out) == (first.usage.input_tokens, first.usage.output_tokens)
+    assert duration > 0
+    assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    assert query(db_path, "PRAGMA journal_mode") == [("wal",)]
+
+
+def test_each_round_is_saved_before_the_next_model_request(db_path: Path) -> None:
+    seen: list[int] = []
+
+    def script(request: ScriptedRequest) -> Any:
+        # What another process would find in the file at the moment of this request.
+        seen.append(query(db_path, "SELECT count(*) FROM rounds")[0][0] if db_path.exists() else -1)
+        if request.round_index < 3:
+            return reply(calls=[call("add", a=request.round_index, b=1)])
+        return reply("done")
+
+    Agent(ScriptedModel(script), tools=[add]).run_sync("count")
+    assert seen == [0, 1, 2, 3]
+
+
+def test_failed_tool_keeps_error_traceback_and_duration(db_path: Path) -> None:
+    def script(request: ScriptedRequest) -> Any:
+        if request.round_index == 0:
+            return reply(calls=[call("fail", reason="no data")])
+        return reply("It failed.")
+
+    Agent(ScriptedModel(script), tools=[fail]).run_sync("try")
+    ok, content, error, traceback, duration = query(
+        db_path, "SELECT ok, content, error, traceback, duration_s FROM tool_results"
+    )[0]
+    assert ok == 0
+    assert "cannot do it: no data" in error and "cannot do it: no data" in content
+    assert "ValueError" in traceback
+    assert duration >= 0
+
+
+def test_dataframe_result_keeps_a_bounded_preview(db_path: Path) -> None:
+    import pandas as pd
+
+    @tool
+    def table() -> pd.DataFrame:
+        """A big table."""
+        return pd.DataFrame({"n": range(10_000), "name": [f"row {i}" for i in range(10_000)]})
+
+    @tool
+    def long_text() -> str:
+        """Lots of text."""
+        return "x" * 100_000
+
+    def script(request: ScriptedRequest) -> Any:
+        if request.round_index == 0:
+            return reply(calls=[call("table"), call("long_text")])
+        return reply("ok")
+
+    Agent(ScriptedModel(script), tools=[table, long_text]).run_sync("go")
+    (frame_type, frame_preview), (text_type, text_preview) = query(
+        db_path, "SELECT value_type, preview FROM tool_results ORDER BY tool_call_id"
+    )
+    assert frame_type.startswith("pandas.") and frame_type.endswith("DataFrame")
+    preview = json.loads(frame_preview)
+    assert preview["shape"] == [10_000, 2]
+    assert preview["columns"] == ["n", "name"]
+    assert preview["head"][:2] == [[0, "row 0"], [1, "row 1"]]
+    assert len(preview["head"]) == 5
+    assert text_type == "str"
+    assert len(text_preview) <= 4100
+
+
+def test_cancelled_run_is_stored_with_valid_history(db_path: Path) -> None:
+    @tool
+    async def slow() -> str:
+        """Takes long."""
+        await asyncio.sleep(30)
+        return "late"
+
+    agent = Agent(ScriptedModel([reply(calls=[call("slow")]), reply("never")]), tools=[slow])
+
+    async def main() -> None:
+        async for event in agent.stream("wait"):
+            if isinstance(event, ToolCallStarted):
+                agent.cancel()
+
+    asyncio.run(main())
+    loaded = Store(db_path).load(agent.conversation.id)
+    answer = loaded.messages[-1]
+    assert answer.stop_reason == "cancelled"
+    assert answer.rounds is not None and len(answer.rounds) == 1
+    (result,) = answer.rounds[0].results
+    assert not result.ok and "cancelled" in result.content
+
+
+def test_provider_error_is_stored_and_still_raised(db_path: Path) -> None:
+    def script(request: ScriptedRequest) -> Any:
+        if request.round_index == 0:
+            return reply(calls=[call("add", a=1, b=1)])
+        raise RuntimeError("model went away")
+
+    agent = Agent(ScriptedModel(script), tools=[add])
+    with pytest.raises(RuntimeError, match="model went away"):
+        agent.run_sync("hi")
+    assert query(db_path, "SELECT role, stop_reason FROM messages ORDER BY position") == [
+        ("user", None),
+        ("assistant", "error"),
+    ]
+    assert query(db_path, "SELECT count(*) FROM rounds") == [(1,)]
+
+
+def test_creating_an_agent_touches_no_file(history_home: Path) -> None:
+    Agent(ScriptedModel())
+    assert not history_home.exists()
+
+
+def test_store_none_and_history_off_write_nothing(
+    history_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Agent(ScriptedModel(), store=None).run_sync("hello")
+    assert not history_home.exists()
+    monkeypatch.setenv("NBAGENT_HISTORY", "off")
+    agent = Agent(ScriptedModel())
+    assert agent.store is None
+    agent.run_sync("hello")
+    assert not history_home.exists()
+    with pytest.raises(ConfigError, match="history is off"):
+        nbagent.history()
+    with pytest.raises(ConfigError, match="resume needs history"):
+        Agent.resume("c_anything")
+
+
+def test_explicit_store_path(tmp_path: Path, history_home: Path) -> None:
+    path = tmp_path / "elsewhere" / "mine.db"
+    agent = Agent(ScriptedModel(), store=path)
+    agent.run_sync("hello")
+    assert query(path, "SELECT count(*) FROM messages") == [(2,)]
+    assert not history_home.exists()
+
+
+def test_history_lists_conversations_newest_first(db_path: Path) -> None:
+    ids = []
+    for number in range(3):
+        agent = Agent(ScriptedModel(two_rounds), tools=[add])
+        agent.run_sync(f"Question {number}\nwith a second line")
+        ids.append(agent.conversation.id)
+    frame = nbagent.history(limit=2)
+    assert list(frame.columns) == [
+        "id", "title", "model", "turns", "rounds", "tool_calls",
+        "input_tokens", "output_tokens", "stop_reason", "created", "updated",
+    ]  # fmt: skip
+    assert list(frame["id"]) == [ids[2], ids[1]]
+    assert list(frame["title"]) == ["Question 2", "Question 1"]
+    assert list(frame["rounds"]) == [2, 2]
+    assert list(frame["tool_calls"]) == [2, 2]
+    assert list(frame["stop_reason"]) == ["complete", "complete"]
+    assert str(frame["updated"].dtype).startswith("datetime64")
+    assert len(nbagent.history(all=True)) == 3
+
+
+def test_import_nbagent_does_not_import_pandas_or_open_the_store() -> None:
+    code = (
+        "import sys, nbagent; a = nbagent.Agent(nbagent.testing.ScriptedModel());"
+        "print('pandas' in sys.modules, a.store._db is None)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", "import nbagent.testing;" + code],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.split() == ["False", "True"]
+
+
+def test_resume_continues_the_conversation(db_path: Path) -> None:
+    agent = Agent(ScriptedModel(two_rounds), tools=[add], system="Be brief.")
+    agent.run_sync("Add things.")
+    model = ScriptedModel(lambda request: reply(f"{len(request.messages)} messages so far"))
+    resumed = Agent.resume(agent.conversation.id[:8], model=model, tools=[add])
+    assert resumed.system == "Be brief."
+    result = resumed.run_sync("And now?")
+    # The model saw the whole earlier exchange, rounds included.
+    sent = model.requests[0].messages
+    assert [m.role for m in sent] == ["user", "assistant", "user", "assistant"]
+    assert sent[1].rounds is not None and len(sent[1].rounds) == 2
+    assert result.output == "4 messages so far"
+    assert len(Store(db_path).load(agent.conversation.id).messages) == 4
+
+
+def test_resume_latest_and_bad_ids(db_path: Path) -> None:
+    first = Agent(ScriptedModel())
+    first.run_sync("one")
+    second = Agent(ScriptedModel())
+    second.run_sync("two")
+    assert Agent.resume(model=ScriptedModel()).conversation.id == second.conversation.id
+    with pytest.raises(ConfigError, match="no such conversation"):
+        Agent.resume("c_doesnotexist")
+    with pytest.raises(ConfigError, match="matches several conversations"):
+        Agent.resume("c_")
+
+
+def test_resume_uses_the_stored_model_by_default(db_path: Path) -> None:
+    Agent(ScriptedModel(model="echo")).run_sync("hi")
+    resumed = Agent.resume()
+    assert resumed.model == "scripted:echo"
+    assert resumed.run_sync("again").output == "You said: again"
+
+
+def test_export_json_and_markdown(tmp_path: Path, db_path: Path) -> None:
+    agent = Agent(ScriptedModel(two_rounds), tools=[add])
+    agent.run_sync("Add things.")
+    store = Store(db_path)
+    json_path = store.export(agent.conversation.id, tmp_path / "conversation.json")
+    reloaded = nbagent.Conversation.from_json(json_path.read_text())
+    assert plain(reloaded) == plain(agent.conversation)
+    markdown = store.export(None, tmp_path / "conversation.md").read_text()
+    assert "## User" in markdown and "Add things." in markdown
+    assert "The total is 9." in markdown
+
+
+def test_delete(db_path: Path) -> None:
+    agent = Agent(ScriptedModel(two_rounds), tools=[add])
+    agent.run_sync("Add things.")
+    Store(db_path).delete(agent.conversation.id)
+    for table in ("conversations", "messages", "rounds", "tool_calls", "tool_results"):
+        assert query(db_path, f"SELECT count(*) FROM {table}") == [(0,)]
+
+
+def test_corrupt_file_is_moved_aside_and_the_run_goes_on(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    garbage = b"this is not a database " * 500
+    db_path.write_bytes(garbage)
+    agent = Agent(ScriptedModel(two_rounds), tools=[add])
+    with pytest.warns(HistoryWarning, match="moved it to history.db.corrupt-"):
+        result = agent.run_sync("Add things.")
+    assert result.output == "The total is 9."
+    (aside,) = db_path.parent.glob("history.db.corrupt-*")
+    assert aside.read_bytes() == garbage
+    assert plain(Store(db_path).load(agent.conversation.id)) == plain(agent.conversation)
+
+
+def test_newer_schema_turns_history_off_without_touching_the_file(db_path: Path) -> None:
+    import sqlite3
+
+    db_path.parent.mkdir(parents=True)
+    db = sqlite3.connect(db_path)
+    db.execute("CREATE TABLE future (x)")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    db.commit()
+    db.close()
+    before = db_path.read_bytes()
+    agent = Agent(ScriptedModel())
+    with pytest.warns(HistoryWarning, match="newer than this nbagent"):
+        assert agent.run_sync("hi").output == "You said: hi"
+    assert db_path.read_bytes() == before
+
+
+def test_interrupted_message_loads_with_a_note(db_path: Path) -> None:
+    """An assistant message never finished (see test_crash for the real kill -9)."""
+    store = Store(db_path)
+    conversation = nbagent.Conversation()
+    conversation.messages += [
+        nbagent.Message("user", "hi"),
+        nbagent.Message("assistant", "", rounds=[], model="scripted"),
+    ]
+    store.writer(conversation).checkpoint()
+    loaded = store.load(conversation.id)
+    assert loaded.messages[-1].content == INTERRUPTED_NOTE
+    assert loaded.messages[-1].stop_reason == "interrupted"
+
+
+def test_writes_from_two_threads_share_one_store(db_path: Path) -> None:
+    """The sync API's loop thread and the kernel's own loop may write at once."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(10):
+                Agent(ScriptedModel(two_rounds), tools=[add]).run_sync("Add.")
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    async def on_this_loop() -> None:
+        for _ in range(10):
+            await Agent(ScriptedModel(two_rounds), tools=[add]).run("Add.")
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    asyncio.run(on_this_loop())
+    thread.join()
+    assert errors == []
+    assert query(db_path, "SELECT count(*) FROM rounds") == [(40,)]
