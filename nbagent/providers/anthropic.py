@@ -391,10 +391,13 @@ class AnthropicProvider:
             raise ConfigError("Name an Anthropic model, e.g. 'anthropic:claude-haiku-4-5'.")
         self.model = model
         key = api_key or env.get("ANTHROPIC_API_KEY") or ""
-        if not key:
+        token = "" if key else env.get("ANTHROPIC_AUTH_TOKEN") or ""
+        if not key and not token:
             raise ConfigError(
                 "No Anthropic API key: set ANTHROPIC_API_KEY or pass api_key=... to Agent."
             )
+        # A gateway token (ANTHROPIC_AUTH_TOKEN) goes in Authorization instead of x-api-key.
+        auth = {"x-api-key": key} if key else {"authorization": f"Bearer {token}"}
         self.base_url = base_url or env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         self.extra = dict(extra or {})
         # The default base has no /v1; accept a base that has it (common in gateways).
@@ -402,8 +405,8 @@ class AnthropicProvider:
         self._http = HttpSession(
             "anthropic",
             base_url=self.base_url,
-            headers={"x-api-key": key, "anthropic-version": API_VERSION},
-            secrets=[key],
+            headers={**auth, "anthropic-version": API_VERSION},
+            secrets=[key, token],
             auth_hint="set ANTHROPIC_API_KEY or pass api_key=...",
             http_client=http_client,
             max_retries=max_retries,

@@ -359,8 +359,8 @@ class GeminiProvider:
     def _with_key_hint(self, exc: ProviderError) -> ProviderError:
         """Gemini reports a bad key as HTTP 400 API_KEY_INVALID: say what to set."""
         text = f"{exc.error_type} {exc.message}".lower()
-        if exc.status in (400, 403) and ("api key" in text or "api_key" in text):
-            hint = self._http.auth_hint
+        hint = self._http.auth_hint
+        if exc.status in (400, 403) and "api key" in text.replace("_", " ") and hint not in text:
             return self._http.error(exc.status, exc.error_type, f"{exc.message} ({hint})")
         return exc
 

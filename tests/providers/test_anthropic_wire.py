@@ -409,3 +409,58 @@ async def test_second_run_continues_the_conversation(wire_server):
     ]
     assert third["messages"][3]["content"] == [{"type": "text", "text": "Two."}]
     assert third["messages"][4]["content"] == [{"type": "text", "text": "sure?"}]
+
+
+async def test_streaming_and_non_streaming_give_the_same_run(wire_server):
+    """The same reply, streamed and not: same rounds, calls, answer and usage."""
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": [
+            {"type": "text", "text": "Adding."},
+            {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 2, "b": 3}},
+        ],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 11, "output_tokens": 7},
+    }
+    final = {**message, "content": [{"type": "text", "text": "Five."}], "stop_reason": "end_turn"}
+    wire_server.add(
+        sse_reply("Adding.", [("toolu_1", "add", '{"a": 2, "b": 3}')]),
+        sse_reply("Five."),
+        Reply(200, message),
+        Reply(200, final),
+    )
+    runs = []
+    for stream in (True, False):
+        calls = Calls()
+        result = await make_agent(wire_server, [calls.tool], stream=stream).run("add")
+        runs.append((result.output, result.usage, [r.to_dict() for r in result.rounds], calls.seen))
+    for run in runs:  # durations differ; compare everything else
+        for tool_round in run[2]:
+            tool_round.pop("duration_s")
+            for r in tool_round["results"]:
+                r.pop("duration_s")
+    assert runs[0] == runs[1]
+    assert [b["stream"] for b in wire_server.bodies()] == [True, True, False, False]
+
+
+async def test_auth_token_and_401_hint(wire_server):
+    wire_server.add(
+        Reply(
+            401,
+            {"type": "error", "error": {"type": "authentication_error", "message": "bad token"}},
+        )
+    )
+    provider = AnthropicProvider(
+        "claude-test", base_url=wire_server.url + "/v1", env={"ANTHROPIC_AUTH_TOKEN": "tok-123"}
+    )
+    with pytest.raises(ProviderError) as caught:
+        await Agent(provider, tools=[], store=None).run("hi")
+    assert "bad token" in caught.value.message and "ANTHROPIC_API_KEY" in caught.value.message
+    request = wire_server.requests[0]
+    assert (
+        request.headers["authorization"] == "Bearer tok-123" and "x-api-key" not in request.headers
+    )
+    assert request.path == "/v1/messages"  # a base URL ending in /v1 is accepted
