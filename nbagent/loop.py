@@ -163,25 +163,20 @@ class Run:
         """Run the loop, yielding events; the last event is always RunFinished."""
         self._start()
         assert self._task is not None
-        deadline = (
-            self._started + self.settings.timeout if self.settings.timeout is not None else None
-        )
+        timer = None
+        if self.settings.timeout is not None:
+            # One timer for the whole run (not a wait_for per event): it fires even
+            # while the consumer is busy rendering.
+            timer = asyncio.get_running_loop().call_later(self.settings.timeout, self._time_out)
         try:
             while True:
-                remaining = None if deadline is None else deadline - time.perf_counter()
-                try:
-                    if remaining is not None and remaining <= 0:
-                        raise asyncio.TimeoutError
-                    event = await asyncio.wait_for(self._queue.get(), remaining)
-                except asyncio.TimeoutError:
-                    logger.info("run timed out after %g s", self.settings.timeout)
-                    self._stop("timeout")
-                    deadline = None  # now wait for the producer to wrap up
-                    continue
+                event = await self._queue.get()
                 if event is None:
                     break
                 yield event
         finally:
+            if timer is not None:
+                timer.cancel()
             if not self._task.done():
                 # The consumer went away (Stop button, KeyboardInterrupt, break).
                 self._stop("cancelled")
@@ -191,6 +186,11 @@ class Run:
     def cancel(self) -> None:
         """Stop the run as soon as possible with ``stop_reason="cancelled"``."""
         self._stop("cancelled")
+
+    def _time_out(self) -> None:
+        if self._task is not None and not self._task.done():
+            logger.info("run timed out after %g s", self.settings.timeout)
+            self._stop("timeout")
 
     # -- steps -------------------------------------------------------------------
 

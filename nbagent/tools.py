@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import queue
 import threading
 import time
 import traceback
@@ -352,11 +353,7 @@ async def _ask(approver: Approver | None, call: ToolCall, t: Tool) -> tuple[bool
 
 
 def _in_thread(fn: Callable[..., Any], arguments: dict[str, Any]) -> asyncio.Future[Any]:
-    """Run ``fn`` in a daemon thread; a hung tool cannot block the loop or interpreter exit.
-
-    Not a ThreadPoolExecutor: its workers are joined at interpreter exit, so one
-    stuck tool would hang the process, and a stuck worker would hold a pool slot.
-    """
+    """Run ``fn`` on a daemon worker thread; the returned future resolves on the loop."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
@@ -371,7 +368,7 @@ def _in_thread(fn: Callable[..., Any], arguments: dict[str, Any]) -> asyncio.Fut
         else:
             future.set_exception(payload)
 
-    def target() -> None:
+    def job() -> None:
         try:
             value, ok = context.run(fn, **arguments), True
         except BaseException as exc:
@@ -381,6 +378,55 @@ def _in_thread(fn: Callable[..., Any], arguments: dict[str, Any]) -> asyncio.Fut
         except RuntimeError:  # the loop closed while the tool ran (run timed out long ago)
             pass
 
-    name = f"nbagent-tool-{_function_name(fn)}"
-    threading.Thread(target=target, name=name, daemon=True).start()
+    _WORKERS.submit(job)
     return future
+
+
+class _Workers:
+    """Daemon worker threads for sync tools, reused between calls.
+
+    Not a ThreadPoolExecutor: its workers are joined at interpreter exit (one stuck
+    tool would hang the process) and its size is fixed (stuck tools would starve
+    the rest). Here a job always starts at once: an idle worker takes it, or a
+    new daemon thread is started. Reuse matters because starting a thread costs
+    far more than calling an instant tool. Idle workers exit after a while.
+    """
+
+    IDLE_SECONDS = 30.0
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._count = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle > 0:
+                self._idle -= 1  # reserve that worker for this job
+                start = False
+            else:
+                self._count += 1
+                start = True
+            self._jobs.put(job)
+        if start:
+            name = f"nbagent-tool-worker-{self._count}"
+            threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0 and self._jobs.empty():
+                        self._idle -= 1
+                        self._count -= 1
+                        return
+                continue  # a job was reserved for this worker meanwhile
+            job()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _Workers()

@@ -15,3 +15,10 @@ def clean_registry():
     REGISTRY.clear()
     for t in saved.values():
         REGISTRY.add(t)
+
+
+@pytest.fixture(autouse=True)
+def private_history(tmp_path, monkeypatch):
+    """Runs write their history to a per-test folder, never the user's database."""
+    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "nbagent-home"))
+    monkeypatch.delenv("NBAGENT_HISTORY", raising=False)
