@@ -49,9 +49,14 @@ class OpenAIProvider:
         env: Mapping[str, str] | None = None,
         max_retries: int = 3,
         timeout: float | httpx.Timeout | None = None,
+        tool_choice: str | dict[str, Any] = "auto",
     ) -> None:
+        """``tool_choice`` is sent whenever tools are allowed: ``"auto"`` (default),
+        ``"required"`` or ``{"type": "function", "function": {"name": ...}}`` to make
+        small local models call a tool; the forced final answer always sends ``"none"``."""
         env = os.environ if env is None else env
         self.model = model
+        self.tool_choice = tool_choice
         self.base_url = (base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         key = api_key or env.get("OPENAI_API_KEY")
         if not model:
@@ -102,7 +107,7 @@ class OpenAIProvider:
             body["tools"] = [
                 tool_declaration(t.name, t.description, t.parameters) for t in request.tools
             ]
-            body["tool_choice"] = request.tool_choice
+            body["tool_choice"] = "none" if request.tool_choice == "none" else self.tool_choice
         if request.max_output_tokens is not None:
             # Compatible servers know only the older name.
             key = "max_completion_tokens" if self._official else "max_tokens"
@@ -209,7 +214,9 @@ def _expand_assistant(message: Message) -> list[dict[str, Any]]:
         out.append(
             {
                 "role": "assistant",
-                "content": tool_round.assistant_text or None,
+                # "" rather than null: llama.cpp's server rejects null and its
+                # templates need the key; OpenAI accepts both.
+                "content": tool_round.assistant_text or "",
                 "tool_calls": [
                     {
                         "id": call.id,

@@ -174,7 +174,7 @@ async def test_round_trip_and_history_expansion(wire_server: WireServer, stream:
         assert "stream" not in first and "stream_options" not in first
     assistant = second["messages"][2]
     assert assistant["role"] == "assistant"
-    assert assistant["content"] == (None if stream else "Let me add.")
+    assert assistant["content"] == ("" if stream else "Let me add.")
     assert assistant["tool_calls"] == [
         {
             "id": "call_A",
