@@ -196,7 +196,7 @@ class StreamDecoder:
 
     def __init__(self, names: NameMap | None = None) -> None:
         self.names = names or NameMap([], allowed="a-zA-Z0-9_-", max_len=128)
-        self.blocks: dict[int, dict[str, Any]] = {}
+        self.blocks: dict[Any, dict[str, Any]] = {}  # by the events' "index"
         self.order: list[int] = []
         self.usage = Usage()
         self._raw_usage: dict[str, int] = {}
@@ -204,32 +204,36 @@ class StreamDecoder:
         self.done = False
 
     def feed(self, event: str, data: Any) -> list[ProviderEvent]:
-        kind = data.get("type", event) if isinstance(data, dict) else event
-        if not isinstance(data, dict):
+        if type(data) is not dict:
             return []
+        kind = data.get("type") or event
+        if kind == "content_block_delta":  # by far the most frequent: keep it first and short
+            delta = data.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                text = delta.get("text")
+                return [TextChunk(text)] if text and data.get("index") in self.blocks else []
+            return self._delta(data, delta)
         if kind == "message_start":
             self._update_usage((data.get("message") or {}).get("usage"))
             return [UsageReport(self.usage)]
         if kind == "content_block_start":
-            index = int(data.get("index", len(self.order)))
+            index = data.get("index", len(self.order))
             block = dict(data.get("content_block") or {})
-            block["_json"] = []
+            block["_parts"] = []  # argument JSON / thinking text pieces, joined at the end
             self.blocks[index] = block
             self.order.append(index)
             if block.get("type") == "text" and block.get("text"):
                 return [TextChunk(block["text"])]
             return []
-        if kind == "content_block_delta":
-            return self._delta(data)
         if kind == "content_block_stop":
-            index = int(data.get("index", -1))
-            if index in self.blocks:
-                self.blocks[index]["_stopped"] = True
+            stopped = self.blocks.get(data.get("index"))
+            if stopped is not None:
+                stopped["_stopped"] = True
             return []
         if kind == "message_delta":
-            delta = data.get("delta") or {}
-            if delta.get("stop_reason"):
-                self.stop_reason = delta["stop_reason"]
+            stop = (data.get("delta") or {}).get("stop_reason")
+            if stop:
+                self.stop_reason = stop
             if data.get("usage"):
                 self._update_usage(data["usage"])
                 return [UsageReport(self.usage)]
@@ -256,23 +260,18 @@ class StreamDecoder:
                     self._raw_usage[key] = value
         self.usage = _usage(self._raw_usage)
 
-    def _delta(self, data: Mapping[str, Any]) -> list[ProviderEvent]:
-        block = self.blocks.get(int(data.get("index", -1)))
-        delta = data.get("delta") or {}
-        kind = delta.get("type")
+    def _delta(self, data: Mapping[str, Any], delta: Mapping[str, Any]) -> list[ProviderEvent]:
+        block = self.blocks.get(data.get("index"))
         if block is None:
             return []
-        if kind == "text_delta":
-            text = delta.get("text") or ""
-            block["text"] = block.get("text", "") + text
-            return [TextChunk(text)] if text else []
+        kind = delta.get("type")
         if kind == "input_json_delta":
-            block["_json"].append(delta.get("partial_json") or "")
+            block["_parts"].append(delta.get("partial_json") or "")
         elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + (delta.get("thinking") or "")
+            block["_parts"].append(delta.get("thinking") or "")
         elif kind == "signature_delta":
             block["signature"] = delta.get("signature") or ""
-        return []
+        return []  # citations_delta and newer delta types carry nothing we need
 
     def _finish(self) -> list[ProviderEvent]:
         events: list[ProviderEvent] = []
@@ -282,7 +281,10 @@ class StreamDecoder:
             block = self.blocks[index]
             kind = block.get("type")
             if kind in _THINKING_TYPES:
-                thinking.append({k: v for k, v in block.items() if not k.startswith("_")})
+                echoed = {k: v for k, v in block.items() if not k.startswith("_")}
+                if kind == "thinking":
+                    echoed["thinking"] = block.get("thinking", "") + "".join(block["_parts"])
+                thinking.append(echoed)
             elif kind == "tool_use":
                 if self.stop_reason == "max_tokens" and index == last:
                     logger.warning(
@@ -291,7 +293,7 @@ class StreamDecoder:
                     continue
                 if not block.get("_stopped"):
                     continue  # never run a call whose arguments did not fully arrive
-                raw = "".join(block["_json"])
+                raw = "".join(block["_parts"])
                 events.append(ToolCallReady(_tool_call(block, raw, self.names)))
         data = {"anthropic_thinking": thinking} if thinking else None
         events.append(Finished(self.stop_reason, data))

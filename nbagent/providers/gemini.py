@@ -192,6 +192,7 @@ class ResponseDecoder:
         self.text_signature: str | None = None
         self.chunks = 0
         self.text_seen = False
+        self.usage_seen = False
 
     def feed(self, chunk: Any) -> list[ProviderEvent]:
         if isinstance(chunk, list):  # streamGenerateContent without alt=sse: a JSON array
@@ -218,7 +219,7 @@ class ResponseDecoder:
             output = int(metadata.get("candidatesTokenCount") or 0)
             output += int(metadata.get("thoughtsTokenCount") or 0)
             self.usage = Usage(prompt, output)
-            events.append(UsageReport(self.usage))
+            self.usage_seen = True
         return events
 
     def _part(self, part: Mapping[str, Any]) -> list[ProviderEvent]:
@@ -273,6 +274,8 @@ class ResponseDecoder:
                 f"the model stopped without an answer ({self.finish_reason}){detail}",
             )
         events: list[ProviderEvent] = [ToolCallReady(call) for call in self.calls]
+        if self.usage_seen:  # cumulative in every chunk: one report with the last counts
+            events.append(UsageReport(self.usage))
         data = {TEXT_SIGNATURE: self.text_signature} if self.text_signature else None
         events.append(Finished(self.finish_reason, data))
         return events
