@@ -57,7 +57,10 @@ def build_body(
         if message.role == "system":
             system_parts.append(message.content)
         elif message.role == "user":
-            _append(messages, "user", [_text(message.content or " ")])
+            # Empty and whitespace-only text blocks are rejected by the API.
+            _append(
+                messages, "user", [_text(message.content if message.content.strip() else "(empty)")]
+            )
         else:
             for tool_round in message.rounds or []:
                 _expand_round(messages, tool_round, names)
