@@ -28,7 +28,7 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
+from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
 from .providers.base import (
     Finished,
     ModelRequest,
@@ -156,6 +156,7 @@ class Run:
         self._partial_text: list[str] = []
         self._pending_round: ToolRound | None = None
         self._error: BaseException | None = None
+        self._call_ids: set[str] = set()
 
     # -- public ------------------------------------------------------------------
 
@@ -318,7 +319,13 @@ class Run:
                 self._partial_text.append(event.text)
                 self._emit(TextDelta(event.text, round_index))
         elif isinstance(event, ToolCallReady):
-            calls.append(event.call)
+            call = event.call
+            # Results are matched to calls by id: a missing or repeated id (some local
+            # servers number every call "call_0") would break the history invariant.
+            if not call.id or call.id in self._call_ids:
+                call.id = new_id("call_")
+            self._call_ids.add(call.id)
+            calls.append(call)
 
     async def _call_tools(self, tool_round: ToolRound, round_index: int) -> None:
         assert self.message.rounds is not None

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import Message, ToolCall, ToolResult, Usage
+from .messages import Message, ToolCall, ToolResult, ToolSpec, Usage
 from .providers.base import (
     Finished,
     ModelRequest,
@@ -72,6 +72,11 @@ class ScriptedRequest:
     @property
     def tools(self) -> list[str]:
         return [t.name for t in self.request.tools]
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        """Name, description and JSON schema of each tool, as an adapter would send them."""
+        return list(self.request.tools)
 
     @property
     def tool_choice(self) -> str:
@@ -167,10 +172,12 @@ class ScriptedModel:
             answer = await answer
         if isinstance(answer, str):
             answer = Reply(answer)
-        for start in range(0, len(answer.text), self.chunk_size):
+        # Non-streaming requests get the whole text at once, as adapters deliver it.
+        step = self.chunk_size if request.stream else max(1, len(answer.text))
+        for start in range(0, len(answer.text), step):
             if self.delay:
                 await asyncio.sleep(self.delay)
-            yield TextChunk(answer.text[start : start + self.chunk_size])
+            yield TextChunk(answer.text[start : start + step])
         calls = answer.calls if request.tool_choice == "auto" else []
         for c in calls:
             yield ToolCallReady(c)

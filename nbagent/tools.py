@@ -319,7 +319,10 @@ async def _invoke(
         outcome.error = f"Invalid arguments for {t.name}: {exc}"
         return
     if t.requires_approval:
-        approved, who = await _ask(approver, call, t)
+        try:
+            approved, who = await _ask(approver, call, t)
+        except Exception as exc:  # a broken approver denies; it never kills the run
+            approved, who = False, f"a failing approver ({type(exc).__name__}: {exc})"
         outcome.approval = f"{'approved' if approved else 'denied'} by {who}"
         if not approved:
             outcome.error = f"The user denied this call to {t.name} ({outcome.approval})."
@@ -329,7 +332,11 @@ async def _invoke(
         if t.is_async:
             outcome.value = await asyncio.wait_for(t.fn(**arguments), timeout)
         else:
+            started = time.perf_counter()
             outcome.value = await asyncio.wait_for(_in_thread(t.fn, arguments), timeout)
+            if inspect.isawaitable(outcome.value):  # a sync wrapper that returned a coroutine
+                left = max(timeout - (time.perf_counter() - started), 0.001)
+                outcome.value = await asyncio.wait_for(outcome.value, left)
     except asyncio.TimeoutError:
         outcome.error = f"{t.name} timed out after {timeout:g} s"
     except asyncio.CancelledError:

@@ -404,3 +404,33 @@ def test_run_sync_from_worker_threads_concurrently():
     for t in threads:
         t.join(10)
     assert sorted(outputs) == [f"answer {i}" for i in range(4)]
+
+
+def test_repeated_or_missing_call_ids_are_made_unique():
+    from nbagent.messages import ToolCall
+
+    def script(request):
+        if request.round_index < 2:  # a server numbering every call "call_0", or none
+            return reply(
+                calls=[
+                    ToolCall("call_0", "sales_by_region", {"region": "a"}),
+                    ToolCall("", "sales_by_region", {"region": "b"}),
+                ]
+            )
+        return reply("ok")
+
+    agent = Agent(ScriptedModel(script), tools=[sales_by_region])
+    result = agent.run_sync("go")
+    ids = [c.id for rnd in result.rounds for c in rnd.calls]
+    assert len(set(ids)) == 4 and all(ids)
+    assert ids[0] == "call_0"
+    assert_history_valid(agent.conversation)
+
+
+def test_non_streaming_mode_delivers_the_same_answer_in_one_piece():
+    agent = Agent(ScriptedModel(lambda r: "a fairly long answer text", chunk_size=3), stream=False)
+    events = list(agent.stream_sync("hi"))
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert deltas == ["a fairly long answer text"]
+    assert agent.last_result is not None
+    assert agent.last_result.output == "a fairly long answer text"

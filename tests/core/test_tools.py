@@ -394,3 +394,34 @@ def test_custom_approver_decides():
         True,
         "policy NBAGENT_APPROVAL=allow:x",
     )
+
+
+def test_a_failing_approver_denies_instead_of_crashing():
+    def approver(c, t):
+        raise RuntimeError("approval UI gone")
+
+    @tool(requires_approval=True)
+    def guarded2() -> str:
+        """Guarded."""
+        return "ran"
+
+    result, seen, _ = run_calls([[call("guarded2")]], [guarded2], approver=approver)
+    assert seen[0][0].content == (
+        "Error: The user denied this call to guarded2 "
+        "(denied by a failing approver (RuntimeError: approval UI gone))."
+    )
+    assert result.stop_reason == "complete"
+
+
+def test_sync_wrapper_returning_a_coroutine_is_awaited():
+    async def fetch(n: int) -> int:
+        await asyncio.sleep(0)
+        return n * 10
+
+    @tool
+    def wrapper(n: int):
+        """Returns a coroutine."""
+        return fetch(n)
+
+    _, seen, _ = run_calls([[call("wrapper", n=4)]], [wrapper])
+    assert seen[0][0].content == "40"
