@@ -215,6 +215,10 @@ class Agent:
                 self.last_result = run.result
                 if writer is not None:
                     writer.finish(run.result)
+            if "http_client" in self._provider_options:
+                from .recording import settle
+
+                await settle(self._provider_options["http_client"])  # recording saved
 
     async def run(self, prompt: str, **overrides: Any) -> RunResult:
         """Run to the end on the current event loop and return the result."""

@@ -30,7 +30,7 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,12 +83,35 @@ def http_client(
     if record is None and replay is None:
         raise ConfigError("http_client() needs record= or replay=")
     live: httpx.AsyncBaseTransport = _LiveTransport()
+    recorder = None
     if record is not None:
-        live = RecordingTransport(record, live)
+        live = recorder = RecordingTransport(record, live)
     transport: httpx.AsyncBaseTransport = live
     if replay is not None:
         transport = ReplayTransport(replay, fallback=live if replay_fallback else None)
-    return httpx.AsyncClient(transport=transport, timeout=DEFAULT_TIMEOUT)
+    client = httpx.AsyncClient(transport=transport, timeout=DEFAULT_TIMEOUT)
+    if recorder is not None:
+        _recorders[client] = recorder
+    return client
+
+
+_recorders: weakref.WeakKeyDictionary[httpx.AsyncClient, RecordingTransport]
+_recorders = weakref.WeakKeyDictionary()
+
+
+async def settle(client: Any, timeout: float = 1.0) -> None:
+    """Wait until the responses ``client`` is recording are saved (the Agent calls this).
+
+    Adapters often stop reading a stream at its end marker and leave closing the
+    response to garbage collection, a moment later; this makes a run's last
+    exchange reach the file before the run returns.
+    """
+    recorder = _recorders.get(client) if isinstance(client, httpx.AsyncClient) else None
+    if recorder is None:
+        return
+    deadline = time.monotonic() + timeout
+    while recorder.open_responses and time.monotonic() < deadline:
+        await asyncio.sleep(0.002)
 
 
 class _LiveTransport(httpx.AsyncBaseTransport):
@@ -177,6 +200,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
     def __init__(self, path: str | os.PathLike[str], inner: httpx.AsyncBaseTransport) -> None:
         self.path = Path(path).expanduser().resolve()
         self.inner = inner
+        self.open_responses = 0
+        """Responses passed on whose exchange is not saved yet (see :func:`settle`)."""
         with _file_lock:
             if self.path not in _started:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,7 +225,13 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             },
             "key": request_key(normalise_request(request.method, request.url, body)),
         }
-        tee = _Tee(response.stream, lambda raw: self._save(entry, response, raw, started))
+        self.open_responses += 1
+
+        def on_close(raw: bytes, complete: bool) -> None:
+            self.open_responses -= 1
+            self._save(entry, response, raw, complete, started)
+
+        tee = _Tee(response.stream, on_close)
         return httpx.Response(
             response.status_code,
             headers=response.headers,
@@ -209,7 +240,12 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         )
 
     def _save(
-        self, entry: dict[str, Any], response: httpx.Response, raw: bytes, started: float
+        self,
+        entry: dict[str, Any],
+        response: httpx.Response,
+        raw: bytes,
+        complete: bool,
+        started: float,
     ) -> None:
         body, encoding = _decode_body(raw, response.headers.get("content-encoding", ""))
         headers = _redact_headers(response.headers)
@@ -220,6 +256,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             "headers": headers,
             "body": body,
             "body_encoding": "base64" if encoding == "raw" else "text",
+            "complete": complete,
         }
         entry["duration_s"] = round(time.perf_counter() - started, 4)
         line = json.dumps(entry, ensure_ascii=False) + "\n"
@@ -231,31 +268,56 @@ class RecordingTransport(httpx.AsyncBaseTransport):
 
 
 class _Tee(httpx.AsyncByteStream):
-    """Streams the body through unchanged and hands the whole of it over at the end.
+    """Streams the body through unchanged and hands all of it over when it is closed.
 
-    A stream closed before its end (a cancelled run) is not recorded: replaying a
-    cut-off response would only reproduce an accident.
+    Clients often stop reading at their end marker (``data: [DONE]``) before the
+    stream reports its end, so closing first drains what the server already sent
+    (briefly: a run cancelled mid-answer must not wait for the rest). What the
+    client read is recorded either way, flagged ``complete`` or not.
     """
 
-    def __init__(self, inner: Any, on_complete: Any) -> None:
+    DRAIN_S = 0.25
+
+    def __init__(self, inner: Any, on_close: Callable[[bytes, bool], None]) -> None:
         self._inner = inner
-        self._on_complete = on_complete
+        self._on_close = on_close
         self._chunks: list[bytes] = []
+        self._iterator: AsyncIterator[bytes] | None = None
         self._complete = False
+        self._closed = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
+        self._iterator = self._inner.__aiter__()
+        while True:
+            try:
+                chunk = await self._iterator.__anext__()
+            except StopAsyncIteration:
+                self._complete = True
+                return
             self._chunks.append(chunk)
             yield chunk
-        self._complete = True
 
     async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         try:
-            if self._complete:
-                self._on_complete(b"".join(self._chunks))
-                self._complete = False  # once
+            if not self._complete and self._iterator is not None:
+                await self._drain(self._iterator)
+            self._on_close(b"".join(self._chunks), self._complete)
         finally:
             await self._inner.aclose()
+
+    async def _drain(self, iterator: AsyncIterator[bytes]) -> None:
+        async def rest() -> None:
+            async for chunk in iterator:
+                self._chunks.append(chunk)
+            self._complete = True
+
+        try:
+            await asyncio.wait_for(rest(), self.DRAIN_S)
+        except (asyncio.TimeoutError, httpx.HTTPError, OSError):
+            pass
 
 
 def _decode_body(raw: bytes, content_encoding: str) -> tuple[str, str]:
