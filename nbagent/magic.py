@@ -222,11 +222,14 @@ class CellRun:
         task = asyncio.ensure_future(pump())
         try:
             while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), self.interval)
-                except asyncio.TimeoutError:
-                    yield _TICK
-                    continue
+                if queue.empty():  # wait_for costs a task: only pay it when idle
+                    try:
+                        item = await asyncio.wait_for(queue.get(), self.interval)
+                    except asyncio.TimeoutError:
+                        yield _TICK
+                        continue
+                else:
+                    item = queue.get_nowait()
                 if item is _END:
                     break
                 if isinstance(item, _Failure):
@@ -355,7 +358,7 @@ _LINE_HELP = """%agent                 show the model, conversation and tools
 %agent history [--all] rounds of this conversation (or all stored conversations) as a DataFrame
 %agent resume ID       continue a stored conversation
 %agent export PATH     save this conversation as .json or .md
-%agent record PATH     record provider traffic to PATH (replayed when the file exists)"""
+%agent record PATH     record provider traffic to PATH (JSON Lines; %agent record off stops)"""
 
 
 @magics_class
@@ -581,24 +584,33 @@ class AgentMagics(Magics):
 
     def _cmd_history(self, rest: list[str]) -> Any:
         if rest == ["--all"]:
-            from . import store
+            from .store import history
 
-            return store.history(all=True)
+            store = self.agent.store if self.agent is not None else None
+            return history(all=True, store=store)
         self._expect("history", rest, 0)
         return conversation_rounds(self.get_agent())
 
     def _cmd_resume(self, rest: list[str]) -> None:
         if len(rest) != 1:
-            raise UsageError("%agent resume ID: name one conversation id.")
-        current = self.get_agent()
+            raise UsageError("%agent resume ID: name one conversation id (or a unique prefix).")
+        current = self.agent
+        options: dict[str, Any] = {}
+        if current is not None:
+            options["store"] = current.store
         try:
-            resumed = Agent.resume(rest[0])  # type: ignore[attr-defined]
-        except (ConfigError, KeyError, LookupError) as exc:
+            resumed = Agent.resume(rest[0], **options)
+        except ConfigError as exc:
             raise UsageError(f"%agent resume: {exc}") from None
-        resumed.settings = current.settings
+        if current is not None:  # keep this notebook's settings and tool choice
+            resumed.settings = current.settings
+            resumed._tools = current._tools
         self.agent = resumed
         turns = sum(m.role == "user" for m in resumed.conversation.messages)
-        print(f"Resumed conversation {resumed.conversation.id} ({turns} turns).")
+        print(
+            f"Resumed conversation {resumed.conversation.id} ({turns} turns) "
+            f"with model {resumed.model}."
+        )
 
     def _cmd_export(self, rest: list[str]) -> None:
         if len(rest) != 1:
@@ -621,12 +633,14 @@ class AgentMagics(Magics):
 
     def _cmd_record(self, rest: list[str]) -> None:
         if len(rest) != 1:
-            raise UsageError("%agent record PATH: name one file.")
+            raise UsageError("%agent record PATH: name one file (or 'off').")
         agent = self.get_agent()
+        if rest[0] == "off":
+            agent.stop_recording()
+            print("Recording stopped.")
+            return
         try:
-            agent.record(rest[0])  # type: ignore[attr-defined]
-        except AttributeError:
-            raise UsageError("%agent record: this nbagent has no recording support.") from None
+            agent.start_recording(rest[0])
         except ConfigError as exc:
             raise UsageError(f"%agent record: {exc}") from None
         print(f"Recording provider traffic to {rest[0]}.")

@@ -372,3 +372,51 @@ def test_line_magic_commands(shell: Any, add_tool: Any, tmp_path: Any,
         shell.run_line_magic("agent", "frobnicate")
     with pytest.raises(UsageError, match="too many arguments"):
         shell.run_line_magic("agent", "reset now")
+
+
+def test_history_all_resume_and_unknown_id(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    use(ScriptedModel(lambda r: f"answer to {r.prompt}"))
+    run(shell, "", "first question")
+    run(shell, "", "second question")
+    old_id = current_agent().conversation.id
+    shell.run_line_magic("agent", "reset")
+    run(shell, "", "unrelated")
+    table = shell.run_line_magic("agent", "history --all")
+    row = table[table["id"] == old_id].iloc[0]
+    assert row["turns"] == 2 and row["title"] == "first question"
+    capsys.readouterr()
+    shell.run_line_magic("agent", f"resume {old_id[:8]}")
+    assert f"Resumed conversation {old_id} (2 turns)" in capsys.readouterr().out
+    agent = current_agent()
+    assert [m.content for m in agent.conversation.messages] == [
+        "first question", "answer to first question", "second question", "answer to second question"
+    ]
+    # the resumed conversation goes on in the next cell (with the model given to the magic)
+    model = ScriptedModel(lambda r: f"{len(r.messages)} messages so far")
+    use(model)
+    run(shell, "", "third")
+    assert shell.user_ns["_agent"].output == "6 messages so far"
+    assert current_agent().conversation.id == old_id
+    with pytest.raises(UsageError, match="no such conversation"):
+        shell.run_line_magic("agent", "resume c_doesnotexist")
+
+
+def test_record_provider_traffic(shell: Any, tmp_path: Any, openai_server: Any) -> None:
+    from nbagent import Agent
+
+    base_url, bodies = openai_server
+    use(ScriptedModel())
+    with pytest.raises(UsageError, match="record=/replay= need a model string"):
+        shell.run_line_magic("agent", f"record {tmp_path / 'x.jsonl'}")
+    use(Agent("openai:gpt-4o-mini", base_url=base_url, api_key="sk-secret-key-123"))
+    path = tmp_path / "run.jsonl"
+    shell.run_line_magic("agent", f"record {path}")
+    run(shell, "", "hello over the wire")
+    assert shell.user_ns["_agent"].output == "Echo: hello over the wire"
+    assert bodies[-1]["messages"][-1]["content"] == "hello over the wire"
+    recorded = path.read_text()
+    assert len(recorded.splitlines()) == 1 and "hello over the wire" in recorded
+    assert "sk-secret-key-123" not in recorded
+    shell.run_line_magic("agent", "record off")
+    run(shell, "", "not recorded")
+    assert len(path.read_text().splitlines()) == 1

@@ -47,7 +47,7 @@ def test_round_panel_is_collapsed_details_with_summary() -> None:
     rnd = ToolRound(
         "Checking the weather first.",
         [ToolCall("c1", "get_weather", {"city": "Paris", "days": 2})],
-        [ToolResult("c1", "get_weather", True, '{"temp": 21}', 0.25, value={"temp": 21})],
+        [ToolResult("c1", "get_weather", True, '{"t": 21}', duration_s=0.25, value={"temp": 21})],
         duration_s=0.4,
     )
     out = render_round_html(rnd, 0)
