@@ -161,3 +161,48 @@ def test_bad_uses_are_clear_errors(tmp_path: Path) -> None:
     broken.write_text('{"request": {}}\n')
     with pytest.raises(ConfigError, match="line 1 is not a recorded exchange"):
         Agent("openai:test-model", base_url=NOWHERE, replay=broken)
+
+
+NOTEBOOK_CELLS = [
+    """\
+from nbagent import Agent, tool
+
+@tool
+def weather(city: str) -> str:
+    \"\"\"Current weather for a city.\"\"\"
+    return f"sunny in {city}, 21 C"
+
+agent = Agent("openai:test-model", base_url=BASE_URL, tools=[weather], **MODE)""",
+    'agent.run_sync("What is the weather in Paris?")',
+    'agent.run_sync("And in Rome?").output',
+]
+
+
+def execute_notebook(base_url: str, mode: dict[str, str]) -> list[list[dict[str, object]]]:
+    import nbformat
+    from nbclient import NotebookClient
+
+    setup = f"BASE_URL = {base_url!r}\nMODE = {mode!r}"
+    cells = [nbformat.v4.new_code_cell(setup)]
+    cells += [nbformat.v4.new_code_cell(source) for source in NOTEBOOK_CELLS]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    return [cell["outputs"] for cell in notebook.cells[2:]]
+
+
+@pytest.mark.kernel
+def test_recorded_notebook_replays_to_the_same_rendered_output(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    recording = tmp_path / "notebook.jsonl"
+    recorded = execute_notebook(openai_server.url, {"record": str(recording)})
+    openai_server.close()
+    replayed = execute_notebook(NOWHERE, {"replay": str(recording)})
+
+    (live_run,), (live_answer,) = recorded
+    (replay_run,), (replay_answer,) = replayed
+    html = live_run["data"]["text/html"]  # type: ignore[index]
+    assert "sunny in Paris, 21 C" in html and "weather" in html
+    assert normalise_html(replay_run["data"]["text/html"]) == normalise_html(html)  # type: ignore[index]
+    assert replay_answer["data"] == live_answer["data"]  # type: ignore[index]
+    assert "sunny in Rome" in live_answer["data"]["text/plain"]  # type: ignore[index]

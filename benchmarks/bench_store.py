@@ -1,0 +1,115 @@
+"""What history costs: write time per round, and file size per 1,000 rounds.
+
+The same runs (ScriptedModel, one instant tool call per round, then an answer)
+go through ``Agent(store=None)`` and ``Agent(store=<temp file>)``. The in-memory
+round is the baseline measured in the same process; the store's cost per round
+is the difference, reported in ms and as a ratio to the baseline. Every round
+is its own committed transaction (WAL, synchronous=NORMAL), as in real use.
+
+A second measure times ``RunWriter.checkpoint`` alone (one round per
+transaction, no loop around it), and the file size is taken after 1,000 rounds
+with the WAL checkpointed into the main file.
+
+    python benchmarks/bench_store.py [rounds_per_run] [runs]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from nbagent import Agent, Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, tool
+from nbagent.store import Store
+from nbagent.testing import ScriptedModel, ScriptedRequest, call, reply
+
+
+@tool
+def lookup(city: str, day: int) -> dict[str, Any]:
+    """A small, instant tool with a typical JSON-ish result."""
+    return {"city": city, "day": day, "forecast": "sunny", "high_c": 21, "low_c": 12}
+
+
+def make_model(rounds: int) -> ScriptedModel:
+    def script(request: ScriptedRequest) -> Any:
+        if request.round_index < rounds:
+            return reply(
+                "Looking that up.", calls=[call("lookup", city="Paris", day=request.round_index)]
+            )
+        return reply("It will be sunny all week, between 12 and 21 degrees.")
+
+    return ScriptedModel(script)
+
+
+async def runs(rounds: int, count: int, store: Any) -> float:
+    """Seconds per round over ``count`` runs of ``rounds`` rounds each."""
+    started = time.perf_counter()
+    for _ in range(count):
+        agent = Agent(make_model(rounds), tools=[lookup], max_rounds=rounds + 1, store=store)
+        result = await agent.run("What is the weather in Paris this week?")
+        assert len(result.rounds) == rounds
+    return (time.perf_counter() - started) / (rounds * count)
+
+
+def checkpoint_ms(store: Store, samples: int = 300) -> float:
+    """Median ms of one checkpoint transaction writing one round."""
+    conversation = Conversation()
+    conversation.messages += [Message("user", "hi"), Message("assistant", "", rounds=[])]
+    writer = store.writer(conversation)
+    writer.checkpoint()
+    times = []
+    answer = conversation.messages[-1]
+    assert answer.rounds is not None
+    for index in range(samples):
+        call_ = ToolCall(f"call_{index}", "lookup", {"city": "Paris", "day": index})
+        value = {"city": "Paris", "day": index, "forecast": "sunny"}
+        result = ToolResult(call_.id, "lookup", True, str(value), duration_s=0.001, value=value)
+        answer.rounds.append(ToolRound("Looking that up.", [call_], [result], Usage(120, 15)))
+        started = time.perf_counter()
+        writer.checkpoint()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "history.db"
+        store = Store(path)
+        asyncio.run(runs(rounds, 3, None))  # warm-up: imports, first-use caches
+        asyncio.run(runs(rounds, 3, store))
+        store.close()
+        path.unlink()
+        for suffix in ("-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+
+        memory, stored = [], []
+        store = Store(path)
+        for _ in range(5):  # alternate so drift affects both equally
+            memory.append(asyncio.run(runs(rounds, count // 5, None)))
+            stored.append(asyncio.run(runs(rounds, count // 5, store)))
+        base, with_store = statistics.median(memory), statistics.median(stored)
+        total_rounds = rounds * (count // 5) * 5
+        store.close()  # checkpoints the WAL into the main file
+        size = path.stat().st_size
+        per_1000 = size / total_rounds * 1000
+
+        direct = checkpoint_ms(Store(Path(folder) / "direct.db"))
+
+    cost = with_store - base
+    print(f"rounds per run: {rounds}, rounds measured per mode: {total_rounds}")
+    print(f"in-memory round (store=None):      {base * 1e3:8.3f} ms")
+    print(f"round with history (store=file):   {with_store * 1e3:8.3f} ms")
+    print(f"history write cost per round:      {cost * 1e3:8.3f} ms  (ratio {cost / base:.2f}x)")
+    alone = direct / 1e3 / base
+    print(f"one checkpoint transaction alone:  {direct:8.3f} ms  (ratio {alone:.2f}x)")
+    print(f"database size per 1,000 rounds:    {per_1000 / 1024:8.1f} KiB  ({size} bytes total)")
+
+
+if __name__ == "__main__":
+    main()
