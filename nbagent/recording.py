@@ -82,13 +82,18 @@ def http_client(
 
     if record is None and replay is None:
         raise ConfigError("http_client() needs record= or replay=")
+    # Read the recording before a recorder may start a file at the same path.
+    replayer = None if replay is None else ReplayTransport(replay)
     live: httpx.AsyncBaseTransport = _LiveTransport()
     recorder = None
     if record is not None:
-        live = recorder = RecordingTransport(record, live)
+        # Recording to the file being replayed extends it with the misses.
+        extend = replayer is not None and replayer.path.resolve() == Path(record).resolve()
+        live = recorder = RecordingTransport(record, live, append=extend)
     transport: httpx.AsyncBaseTransport = live
-    if replay is not None:
-        transport = ReplayTransport(replay, fallback=live if replay_fallback else None)
+    if replayer is not None:
+        replayer.fallback = live if replay_fallback else None
+        transport = replayer
     client = httpx.AsyncClient(transport=transport, timeout=DEFAULT_TIMEOUT)
     if recorder is not None:
         _recorders[client] = recorder
@@ -195,14 +200,26 @@ _file_lock = threading.Lock()
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):
-    """Passes requests to ``inner`` and appends each complete exchange to ``path``."""
+    """Passes requests to ``inner`` and appends each exchange to ``path``.
 
-    def __init__(self, path: str | os.PathLike[str], inner: httpx.AsyncBaseTransport) -> None:
+    The first recorder of a path in a process starts the file afresh, unless
+    ``append`` (used when recording the misses of a replay into the same file).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        inner: httpx.AsyncBaseTransport,
+        *,
+        append: bool = False,
+    ) -> None:
         self.path = Path(path).expanduser().resolve()
         self.inner = inner
         self.open_responses = 0
         """Responses passed on whose exchange is not saved yet (see :func:`settle`)."""
         with _file_lock:
+            if append:
+                _started.add(self.path)
             if self.path not in _started:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.path.write_text("", encoding="utf-8")

@@ -108,6 +108,23 @@ def test_fallback_asks_the_live_model(tmp_path: Path, openai_server: OpenAIServe
     assert len(openai_server.requests) == 4  # a miss went to the server
 
 
+def test_replay_with_fallback_can_extend_its_own_recording(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    recording = tmp_path / "run.jsonl"
+    agent(openai_server.url, record=recording).run_sync("What is the weather in Paris?")
+    extending = agent(openai_server.url, replay=recording, replay_fallback=True, record=recording)
+    extending.run_sync("What is the weather in Paris?")
+    assert len(openai_server.requests) == 2  # answered from the recording, not re-recorded
+    extending.reset()
+    extending.run_sync("What is the weather in Rome?")
+    assert len(openai_server.requests) == 4
+    assert len(recording.read_text().splitlines()) == 4
+    openai_server.close()
+    fresh = agent(NOWHERE, replay=recording)
+    assert "sunny in Rome" in fresh.run_sync("What is the weather in Rome?").output
+
+
 def test_gzip_responses_are_recorded_as_text(tmp_path: Path, openai_server: OpenAIServer) -> None:
     openai_server.gzip = True
     recording = tmp_path / "run.jsonl"
