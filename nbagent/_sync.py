@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -41,6 +42,65 @@ def background_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+class _Pump:
+    """Moves a stream's items from the loop thread to the caller's thread.
+
+    ``stop`` may be called from any thread at any moment (a Ctrl-C can land
+    anywhere, even while the pump is being scheduled); the decision is taken on
+    the loop thread, where it cannot race with the pump itself.
+    """
+
+    def __init__(
+        self, make_stream: Callable[[], AsyncIterator[Any]], on_interrupt: Callable[[], None]
+    ) -> None:
+        self.items: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.make_stream = make_stream
+        self.on_interrupt = on_interrupt
+        self.started = threading.Event()
+        self._stopped = False
+        self._streaming = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def run(self) -> None:
+        self._task = asyncio.current_task()
+        self.started.set()
+        try:
+            if self._stopped:  # interrupted before it began: never start the run
+                return
+            async for item in self.make_stream():
+                self._streaming = True
+                self.items.put(("item", item))
+        except asyncio.CancelledError:
+            pass  # stopped before the stream produced anything
+        except BaseException as exc:  # delivered to the caller's thread
+            self.items.put(("error", exc))
+        finally:
+            self.items.put(("done", None))
+
+    def stop(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.call_soon_threadsafe(self._stop_on_loop)
+
+    def _stop_on_loop(self) -> None:
+        self._stopped = True
+        if self._streaming:
+            self.on_interrupt()  # the run exists: cancel it and let it report how it ended
+        elif self._task is not None:
+            self._task.cancel()  # the run may not exist yet: stop the pump itself
+
+    def drain(self) -> None:
+        """Wait (bounded) until the pump has finished, discarding what it still produces."""
+        began = time.monotonic()
+        while time.monotonic() - began < DRAIN_TIMEOUT:
+            try:
+                if self.items.get(timeout=0.1)[0] == "done":
+                    return
+            except queue.Empty:
+                # A Ctrl-C inside run_coroutine_threadsafe may mean it was never
+                # scheduled; an idle loop thread starts a scheduled pump at once.
+                if not self.started.is_set() and time.monotonic() - began > 1.0:
+                    return
+
+
 def iterate_in_background(
     make_stream: Callable[[], AsyncIterator[T]],
     on_interrupt: Callable[[], None],
@@ -59,44 +119,27 @@ def iterate_in_background(
             "a sync nbagent call (run_sync/stream_sync) was made from async code running "
             "on nbagent's own event loop (an async tool?); use `await agent.run(...)` there"
         )
-    items: queue.Queue[tuple[str, Any]] = queue.Queue()
-
-    async def pump() -> None:
-        try:
-            async for item in make_stream():
-                items.put(("item", item))
-        except BaseException as exc:  # delivered to the caller's thread
-            items.put(("error", exc))
-        finally:
-            items.put(("done", None))
-
-    future = asyncio.run_coroutine_threadsafe(pump(), loop)
-    seen_item = False
+    pump = _Pump(make_stream, on_interrupt)
     interrupted = False
-
-    def interrupt() -> None:
-        # Before the first item the run may not exist yet: stop the pump itself.
-        if seen_item:
-            loop.call_soon_threadsafe(on_interrupt)
-        else:
-            future.cancel()
-
+    try:
+        asyncio.run_coroutine_threadsafe(pump.run(), loop)
+    except KeyboardInterrupt:
+        pump.stop(loop)
+        pump.drain()
+        raise
     while True:
         try:
             # A timeout keeps the wait interruptible by Ctrl-C on every platform.
-            kind, payload = items.get(timeout=0.1)
+            kind, payload = pump.items.get(timeout=0.1)
             if kind == "done":
                 break
             if kind == "error":
-                if interrupted and isinstance(payload, asyncio.CancelledError):
-                    break
                 raise payload
-            seen_item = True
             try:
                 yield payload
             except GeneratorExit:
-                interrupt()
-                _drain(items)
+                pump.stop(loop)
+                pump.drain()
                 raise
         except queue.Empty:
             continue
@@ -104,20 +147,9 @@ def iterate_in_background(
             if interrupted:  # a second Ctrl-C: stop waiting for the run to wrap up
                 raise
             interrupted = True
-            interrupt()
+            pump.stop(loop)
     if interrupted:
         raise KeyboardInterrupt
-
-
-def _drain(items: queue.Queue[tuple[str, Any]]) -> None:
-    """Wait (bounded) until the pump has finished, discarding what it still produces."""
-    try:
-        while True:
-            kind, _ = items.get(timeout=DRAIN_TIMEOUT)
-            if kind == "done":
-                return
-    except queue.Empty:
-        return
 
 
 def run_in_background(coro_factory: Callable[[], Any]) -> Any:

@@ -220,3 +220,26 @@ def test_logger_records_failures(caplog):
         Agent(ScriptedModel(script), tools=[bad]).run_sync("go")
     messages = [r.getMessage() for r in caplog.records if r.name == "nbagent"]
     assert any("bad: error: KeyError: 'nope'" in m for m in messages), messages
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.001, 0.003, 0.01, 0.03])
+def test_interrupt_at_any_moment_ends_promptly_with_valid_history(delay):
+    # The interrupt may land before the run exists, while it starts, or mid-stream.
+    agent = Agent(ScriptedModel(lambda r: "slow words " * 100, chunk_size=4, delay=0.01))
+
+    def interrupter():
+        time.sleep(delay)
+        _thread.interrupt_main()
+
+    thread = threading.Thread(target=interrupter, daemon=True)
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        thread.start()
+        agent.run_sync("talk")
+    assert time.perf_counter() - t0 < 5
+    thread.join()
+    assert_history_valid(agent.conversation)
+    if agent.conversation.messages:
+        assert agent.conversation.messages[-1].stop_reason == "cancelled"
+    agent.provider.script = lambda r: "after"  # type: ignore[attr-defined]
+    assert agent.run_sync("again").output == "after"
