@@ -262,19 +262,27 @@ class CellRun:
                 # iterate_in_background re-raises after the remaining events were delivered
                 self.interrupted = True
                 break
+            except Exception:
+                # The run failed (provider error...): its RunFinished (stop_reason "error")
+                # came first, so show the final state before the error surfaces.
+                self._finish_display()
+                raise
             try:
                 self._handle(item)
             except KeyboardInterrupt:
                 # The interrupt landed in our own code: cancel, keep draining the events.
                 self.interrupted = True
                 background_loop().call_soon_threadsafe(self._cancel)
+        self._finish_display()
+        return self.transcript.result
+
+    def _finish_display(self) -> None:
         if self.interrupted:
             self.transcript.mark_interrupted()
         if self.live:
             self._refresh(force=True)  # always a final update, whatever the throttle held back
         else:
             self.handle = self.display(self.transcript.bundle())
-        return self.transcript.result
 
     def _handle(self, item: Any) -> None:
         if isinstance(item, _ApprovalRequest):
@@ -409,8 +417,9 @@ class AgentMagics(Magics):
         old = self.agent
         try:
             new = Agent(spec)
+            new.provider  # noqa: B018 - build the adapter now: a missing key is reported here
         except ConfigError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(str(exc)) from None  # and the current model stays
         if old is not None:
             new.conversation = old.conversation
             new.settings = old.settings

@@ -420,3 +420,42 @@ def test_record_provider_traffic(shell: Any, tmp_path: Any, openai_server: Any) 
     shell.run_line_magic("agent", "record off")
     run(shell, "", "not recorded")
     assert len(path.read_text().splitlines()) == 1
+
+
+def test_provider_failure_shows_final_state_and_short_error(shell: Any) -> None:
+    from nbagent import ProviderError
+
+    def script(request: Any) -> Any:
+        if request.round_index == 0:
+            return reply("Looking.", [call("add", a=1, b=1)])
+        raise ProviderError("scripted", 503, "overloaded", "try later")
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    use(ScriptedModel(script))
+    with pytest.raises(UsageError, match="the run failed: scripted HTTP 503 overloaded: try later"):
+        run(shell, "", "go")
+    facts = HtmlFacts(final_html(shell))
+    assert "Round 1 · add · ok" in facts.text and "stopped: error" in facts.text
+    assert shell.user_ns["_agent"].stop_reason == "error"
+    _assert_valid_history(shell)
+    use(ScriptedModel(["recovered"]))
+    run(shell, "", "again")
+    assert shell.user_ns["_agent"].output == "recovered"
+
+
+def test_model_without_key_is_a_usage_error_and_keeps_the_current_model(
+    shell: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = ScriptedModel(["still here"])
+    use(model)
+    with pytest.raises(UsageError, match="OPENAI_API_KEY"):
+        run(shell, "-m openai:gpt-4o-mini", "hi")
+    with pytest.raises(UsageError, match="OPENAI_API_KEY"):
+        shell.run_line_magic("agent", "model openai:gpt-4o-mini")
+    run(shell, "", "hi")
+    assert shell.user_ns["_agent"].output == "still here"
