@@ -82,7 +82,7 @@ def measure(tokens: int, *, throttled: bool) -> dict[str, float]:
     wall = time.monotonic() - started
     assert result is not None and result.stop_reason == "complete"
     assert len(result.rounds) == ROUNDS
-    gaps = [b - a for a, b in zip(run.sent, run.sent[1:-1])]  # the final update is exempt
+    gaps = [b - a for a, b in zip(run.sent[:-2], run.sent[1:-1], strict=True)]  # final exempt
     return {
         "wall_s": wall,
         "updates": run.updates,
