@@ -12,7 +12,8 @@ and the whole response (status, headers, body; a streamed body is kept whole).
 
 Replay answers each request from the recording whose *normalised request*
 matches: method, path, query (minus key-like parameters) and the JSON body with
-its keys sorted; headers are ignored. Identical requests are answered in
+its keys sorted (call ids nbagent invented, which are random, numbered by order
+of appearance); headers and host are ignored. Identical requests are answered in
 recorded order (the last answer repeats once they run out). A request with no
 match raises :class:`~nbagent.errors.ReplayMissError` naming where it differs
 from the nearest recorded request, or goes to the live model with
@@ -26,6 +27,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 import weakref
@@ -155,8 +157,25 @@ def normalise_request(method: str, url: httpx.URL, body: bytes) -> dict[str, Any
         "method": method.upper(),
         "path": url.path,
         "query": [list(pair) for pair in query],
-        "body": _parse_body(body),
+        "body": _number_invented_ids(_parse_body(body), {}),
     }
+
+
+# Call ids nbagent makes up when a server sends none (Ollama, some compatible servers):
+# random in every run, so a replay matches them by order of appearance instead.
+_INVENTED_ID = re.compile(r"(?:call_|gemini_call_)[0-9a-f]{16}")
+
+
+def _number_invented_ids(value: Any, seen: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        if _INVENTED_ID.fullmatch(value):
+            return seen.setdefault(value, f"<invented id {len(seen) + 1}>")
+        return value
+    if isinstance(value, dict):
+        return {k: _number_invented_ids(v, seen) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_number_invented_ids(v, seen) for v in value]
+    return value
 
 
 def request_key(normalised: dict[str, Any]) -> str:

@@ -84,6 +84,7 @@ class OpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.gzip = False
+        self.omit_call_ids = False  # as some compatible servers do: the client invents ids
         self._ids = 0
         server = self
 
@@ -129,9 +130,9 @@ class OpenAIServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def _call_id(self) -> str:
+    def _call_id(self) -> str | None:
         self._ids += 1
-        return f"call_{self._ids:04d}"
+        return None if self.omit_call_ids else f"call_{self._ids:04d}"
 
     def completion(self, body: dict[str, Any], answer: Answer) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}

@@ -125,6 +125,20 @@ def test_replay_with_fallback_can_extend_its_own_recording(
     assert "sunny in Rome" in fresh.run_sync("What is the weather in Rome?").output
 
 
+def test_ids_invented_for_calls_do_not_break_replay(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    openai_server.omit_call_ids = True  # nbagent makes up a random id per call
+    recording = tmp_path / "run.jsonl"
+    live = agent(openai_server.url, record=recording).run_sync("What is the weather in Oslo?")
+    invented = live.rounds[0].calls[0].id
+    assert re.fullmatch(r"call_[0-9a-f]{16}", invented)
+    assert openai_server.requests[1]["messages"][-1]["tool_call_id"] == invented
+    replayed = agent(NOWHERE, replay=recording).run_sync("What is the weather in Oslo?")
+    assert replayed.rounds[0].calls[0].id != invented  # a new random id, same conversation
+    assert replayed.output == live.output == "The weather: sunny in Oslo, 21 C."
+
+
 def test_gzip_responses_are_recorded_as_text(tmp_path: Path, openai_server: OpenAIServer) -> None:
     openai_server.gzip = True
     recording = tmp_path / "run.jsonl"
