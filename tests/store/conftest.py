@@ -173,7 +173,7 @@ class OpenAIServer:
         chunks += [chunk({"content": text[i : i + 5]}) for i in range(0, len(text), 5)]
         for index, (name, args) in enumerate(answer.calls):
             arguments = json.dumps(args)
-            first = {"index": index, "id": self._call_id(), "type": "function"}
+            first: dict[str, Any] = {"index": index, "id": self._call_id(), "type": "function"}
             first["function"] = {"name": name, "arguments": ""}
             chunks.append(chunk({"tool_calls": [first]}))
             for i in range(0, len(arguments), 4):

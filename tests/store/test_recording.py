@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -209,7 +210,7 @@ agent = Agent("openai:test-model", base_url=BASE_URL, tools=[weather], **MODE)""
 ]
 
 
-def execute_notebook(base_url: str, mode: dict[str, str]) -> list[list[dict[str, object]]]:
+def execute_notebook(base_url: str, mode: dict[str, str]) -> list[list[dict[str, Any]]]:
     import nbformat
     from nbclient import NotebookClient
 
@@ -232,8 +233,8 @@ def test_recorded_notebook_replays_to_the_same_rendered_output(
 
     (live_run,), (live_answer,) = recorded
     (replay_run,), (replay_answer,) = replayed
-    html = live_run["data"]["text/html"]  # type: ignore[index]
+    html = live_run["data"]["text/html"]
     assert "sunny in Paris, 21 C" in html and "weather" in html
-    assert normalise_html(replay_run["data"]["text/html"]) == normalise_html(html)  # type: ignore[index]
-    assert replay_answer["data"] == live_answer["data"]  # type: ignore[index]
-    assert "sunny in Rome" in live_answer["data"]["text/plain"]  # type: ignore[index]
+    assert normalise_html(replay_run["data"]["text/html"]) == normalise_html(html)
+    assert replay_answer["data"] == live_answer["data"]
+    assert "sunny in Rome" in live_answer["data"]["text/plain"]
