@@ -160,19 +160,21 @@ class OllamaProvider:
                 yield event
             return
         pending: list[dict[str, Any]] = []
+        last: dict[str, Any] | None = None
         async for chunk in self._http.stream_ndjson("/api/chat", body):
-            if not isinstance(chunk, dict):
-                continue
+            if last is not None or not isinstance(chunk, dict):
+                continue  # read to the end of the body: the connection is then reused
             for event in _parse_chunk(chunk, pending):
                 yield event
             if chunk.get("done"):
-                for event in _finish(chunk, pending):
-                    yield event
-                return
-        # Calls seen so far may be incomplete: none of them is emitted.
-        raise ProviderError(
-            self.name, None, "incomplete_stream", "the stream ended before its done:true line"
-        )
+                last = chunk
+        if last is None:
+            # Calls seen so far may be incomplete: none of them is emitted.
+            raise ProviderError(
+                self.name, None, "incomplete_stream", "the stream ended before its done:true line"
+            )
+        for event in _finish(last, pending):
+            yield event
 
 
 def _parse_chunk(chunk: dict[str, Any], pending: list[dict[str, Any]]) -> list[ProviderEvent]:

@@ -134,8 +134,12 @@ class OpenAIProvider:
         done = False
         async for _, chunk in self._http.stream_sse("/chat/completions", body):
             if chunk == "[DONE]":
+                # Read on to the end of the body (it ends right here) so the
+                # connection goes back to the pool instead of being closed.
                 done = True
-                break
+                continue
+            if done:
+                continue
             if not isinstance(chunk, dict):
                 continue  # unknown non-JSON data line
             usage = chunk.get("usage")

@@ -28,6 +28,12 @@ from .cassettes import DATA
 from .wire import WireServer
 
 
+@pytest.fixture(autouse=True)
+def _history_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agents built here keep their history under tmp_path, never the user's file."""
+    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "nbagent-home"))
+
+
 @pytest.fixture
 def wire_server() -> Iterator[WireServer]:
     server = WireServer()

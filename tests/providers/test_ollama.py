@@ -156,6 +156,16 @@ async def test_tool_round_trip(wire_server: WireServer, stream: bool) -> None:
     assert wire_server.requests[0].path == "/api/chat"
 
 
+async def test_streamed_rounds_reuse_one_connection(wire_server: WireServer) -> None:
+    wire_server.add(
+        Reply.ndjson([call_chunk("get_weather", {"city": "Rome"}), done()]),
+        Reply.ndjson([*text_chunks("Warm."), done()]),
+    )
+    result = await agent_for(wire_server).run("Rome?")
+    assert result.output == "Warm."
+    assert wire_server.count == 2 and wire_server.connections == 1
+
+
 async def test_server_ids_are_kept(wire_server: WireServer) -> None:
     chunk = call_chunk("get_weather", {"city": "Oslo"})
     chunk["message"]["tool_calls"][0]["id"] = "call_x1"

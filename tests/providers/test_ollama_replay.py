@@ -89,7 +89,6 @@ async def test_replay_prism_conversation(
         base_url=wire_server.url,
         tools=[Tool(weather), Tool(search)],
         stream=streamed,
-        env={},
     )
     result = await agent.run(prompt)
 
@@ -185,7 +184,7 @@ async def test_replay_streamed_joke(wire_server: WireServer) -> None:
     """A real NDJSON stream, served in 97-byte pieces that cut lines and characters."""
     cassette = load_cassette(DATA / "openllmetry/ollama/test_ollama_streaming_chat_legacy.yaml")
     wire_server.add(*replies_for(cassette))
-    agent = Agent("ollama:llama3", base_url=wire_server.url, tools=[], env={})
+    agent = Agent("ollama:llama3", base_url=wire_server.url, tools=[])
     chunks = []
     async for event in agent.stream("Tell me a joke about OpenTelemetry"):
         if type(event).__name__ == "TextDelta":
@@ -199,9 +198,7 @@ async def test_replay_streamed_joke(wire_server: WireServer) -> None:
 async def test_replay_does_not_support_tools_error(wire_server: WireServer) -> None:
     cassette = load_cassette(DATA / "langchaingo/ollama/TestToolCall.httprr")
     wire_server.add(*replies_for(cassette))
-    agent = Agent(
-        "ollama:gemma3:1b", base_url=wire_server.url, tools=[Tool(weather)], stream=False, env={}
-    )
+    agent = Agent("ollama:gemma3:1b", base_url=wire_server.url, tools=[Tool(weather)], stream=False)
     with pytest.raises(ProviderError) as info:
         await agent.run("Which date do we have today?")
     assert info.value.status == 400

@@ -270,6 +270,14 @@ async def test_missing_id_is_generated_and_empty_arguments_are_empty_object(
     assert wire_server.bodies()[1]["messages"][2]["tool_call_id"] == call.id
 
 
+async def test_streamed_rounds_reuse_one_connection(wire_server: WireServer) -> None:
+    calls = Calls()
+    wire_server.add(call_stream(("call_1", "add", '{"a":1,"b":1}')), text_stream("Two."))
+    result = await agent_for(wire_server, [calls.tool]).run("1+1?")
+    assert result.output == "Two."
+    assert wire_server.count == 2 and wire_server.connections == 1
+
+
 # --------------------------------------------------------------------------- faults
 
 

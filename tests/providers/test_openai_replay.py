@@ -81,7 +81,6 @@ def agent_for(cassette: Cassette, server: WireServer, results: RecordedResults) 
         tools=tools,
         system=system,
         stream=bool(first.get("stream")),
-        env={},
     )
 
 

@@ -27,6 +27,7 @@ import asyncio
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +108,13 @@ def replies_for(cassette: Cassette, *, chunk_size: int = 97) -> list[Reply]:
 class WireServer:
     """The loopback server. ``url`` is ``http://127.0.0.1:<port>``. Close with :meth:`close`."""
 
-    def __init__(self) -> None:
+    def __init__(self, responder: Callable[[RecordedRequest], Reply] | None = None) -> None:
+        """``responder`` (optional) answers any request when no scripted reply is left."""
+        self.responder = responder
+        self.connections = 0
+        """TCP connections accepted so far (keep-alive reuse shows as fewer than requests)."""
+        self.keep_requests = True
+        """False stops recording requests (long benchmark runs)."""
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -171,6 +178,7 @@ class WireServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self.connections += 1
         try:
             while True:  # keep-alive: several requests per connection
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -184,9 +192,13 @@ class WireServer:
                 length = int(headers.get("content-length", "0"))
                 body = await reader.readexactly(length) if length else b""
                 url = f"http://{headers.get('host', '127.0.0.1')}{target}"
+                request = RecordedRequest(method, url, headers, body)
                 with self._lock:
-                    self.requests.append(RecordedRequest(method, url, headers, body))
+                    if self.keep_requests:
+                        self.requests.append(request)
                     reply = self._replies.popleft() if self._replies else None
+                if reply is None and self.responder is not None:
+                    reply = self.responder(request)
                 if reply is None:
                     reply = Reply(599, {"error": {"message": "no scripted reply left"}})
                 if not await self._write(writer, reply):

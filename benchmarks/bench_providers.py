@@ -1,0 +1,270 @@
+"""Per-round cost of a 10-round tool conversation against an instant loopback server.
+
+Run: ``python benchmarks/bench_providers.py [--reps N]``
+
+The server (tests/providers/wire.py, a real HTTP/1.1 server on 127.0.0.1) answers
+every Chat Completions request at once: a tool call ``add(a, b)`` for rounds 1-9
+and a short answer in round 10, as one JSON body or as an SSE stream. Measured in
+the same run, per round (one model request + one tool call):
+
+* ``raw httpx``: a synchronous httpx.Client loop with minimal JSON handling
+  (the baseline; the ratio column is relative to it),
+* ``nbagent``: Agent(OpenAIProvider) awaited on an asyncio loop,
+* ``pydantic-ai``: pydantic_ai.Agent with its OpenAI chat model (if installed;
+  ``pip install 'nbagent[bench]'``).
+
+Goal: nbagent <= 2x raw httpx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx  # noqa: E402
+
+from tests.providers.cassettes import RecordedRequest  # noqa: E402
+from tests.providers.wire import Reply, WireServer  # noqa: E402
+
+ROUNDS = 10
+PROMPT = "Add 1 and 2, then keep adding 1 until I say stop."
+ANSWER = "The final total is 10."
+USAGE = {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+BASE = {"id": "chatcmpl-bench", "created": 1700000000, "model": "gpt-bench"}
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+TOOL_DECL = [
+    {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add two integers.",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+        },
+    }
+]
+
+
+def _call(round_number: int) -> dict[str, Any]:
+    return {
+        "index": 0,
+        "id": f"call_{round_number}",
+        "type": "function",
+        "function": {"name": "add", "arguments": json.dumps({"a": round_number, "b": 1})},
+    }
+
+
+def _json_reply(round_number: int) -> Reply:
+    if round_number < ROUNDS:
+        message = {"role": "assistant", "content": None, "tool_calls": [_call(round_number)]}
+        finish = "tool_calls"
+    else:
+        message, finish = {"role": "assistant", "content": ANSWER}, "stop"
+    body = {
+        **BASE,
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": USAGE,
+    }
+    return Reply(200, json.dumps(body).encode())
+
+
+def _sse_reply(round_number: int) -> Reply:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {**BASE, "object": "chat.completion.chunk", "choices": [choice]}
+
+    events: list[Any] = [chunk({"role": "assistant", "content": ""})]
+    if round_number < ROUNDS:
+        call = _call(round_number)
+        args = call["function"]["arguments"]
+        first = {**call, "function": {"name": "add", "arguments": ""}}
+        events.append(chunk({"tool_calls": [first]}))
+        for piece in (args[:4], args[4:9], args[9:]):
+            events.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+        events.append(chunk({}, "tool_calls"))
+    else:
+        events += [chunk({"content": w + " "}) for w in ANSWER.split()]
+        events.append(chunk({}, "stop"))
+    events += [{**BASE, "object": "chat.completion.chunk", "choices": [], "usage": USAGE}, "[DONE]"]
+    # One write: an instant server, so the client's own cost is what gets measured.
+    reply = Reply.sse(events)
+    return Reply(200, b"".join(reply.chunks or []), {"content-type": "text/event-stream"})
+
+
+def responder(request: RecordedRequest) -> Reply:
+    body = json.loads(request.body)
+    round_number = 1 + sum(1 for m in body["messages"] if m.get("role") == "tool")
+    return _sse_reply(round_number) if body.get("stream") else _json_reply(round_number)
+
+
+# --------------------------------------------------------------------------- clients
+
+
+def run_raw(url: str, client: httpx.Client, stream: bool) -> str:
+    """The baseline: a plain loop, minimal JSON handling, no framework."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
+    while True:
+        body: dict[str, Any] = {"model": "gpt-bench", "messages": messages, "tools": TOOL_DECL}
+        if stream:
+            body["stream"] = True
+            text, calls = [], {}
+            with client.stream("POST", url + "/chat/completions", json=body) as response:
+                for line in response.iter_lines():
+                    if not line.startswith("data: {"):
+                        continue
+                    for choice in json.loads(line[6:])["choices"]:
+                        delta = choice["delta"]
+                        if delta.get("content"):
+                            text.append(delta["content"])
+                        for tc in delta.get("tool_calls") or ():
+                            slot = calls.setdefault(tc["index"], {"id": tc.get("id"), "args": ""})
+                            slot["name"] = tc["function"].get("name") or slot.get("name")
+                            slot["args"] += tc["function"]["arguments"]
+            tool_calls = [
+                {"id": c["id"], "function": {"name": c["name"], "arguments": c["args"]}}
+                for c in calls.values()
+            ]
+            content = "".join(text)
+        else:
+            message = client.post(url + "/chat/completions", json=body).json()["choices"][0][
+                "message"
+            ]
+            tool_calls, content = message.get("tool_calls") or [], message.get("content")
+        if not tool_calls:
+            return content or ""
+        messages.append({"role": "assistant", "content": "", "tool_calls": tool_calls})
+        for tc in tool_calls:
+            args = json.loads(tc["function"]["arguments"])
+            messages.append({"role": "tool", "tool_call_id": tc["id"], "content": str(add(**args))})
+
+
+def make_nbagent(url: str, stream: bool, store: Any = None) -> Callable[[], Any]:
+    from nbagent import Agent
+    from nbagent.providers.openai import OpenAIProvider
+    from nbagent.tools import Tool
+
+    provider = OpenAIProvider("gpt-bench", base_url=url, api_key="sk-bench", env={})
+    agent = Agent(provider, tools=[Tool(add)], stream=stream, max_rounds=ROUNDS + 1, store=store)
+
+    async def once() -> str:
+        agent.reset()
+        result = await agent.run(PROMPT)
+        assert result.output.strip() == ANSWER and len(result.rounds) == ROUNDS - 1, result
+        return result.output
+
+    return once
+
+
+def make_pydantic_ai(url: str, stream: bool) -> Callable[[], Any] | None:
+    try:
+        from pydantic_ai import Agent as PAgent
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider as POpenAIProvider
+    except ImportError:
+        return None
+    model = OpenAIChatModel("gpt-bench", provider=POpenAIProvider(base_url=url, api_key="sk-bench"))
+    agent = PAgent(model, tools=[add])
+
+    async def once() -> str:
+        if stream:
+            async with agent.run_stream(PROMPT) as result:
+                output = await result.get_output()
+        else:
+            output = (await agent.run(PROMPT)).output
+        assert output.strip() == ANSWER, output
+        return output
+
+    return once
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def _measure(
+    loop: asyncio.AbstractEventLoop, contenders: dict[str, Callable[[], Any]], reps: int
+) -> dict[str, float]:
+    """Median seconds per round of each contender, run round-robin (a busy machine's
+    slow moments then hit every contender alike)."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for rep in range(reps + 1):
+        for name, fn in contenders.items():
+            started = time.perf_counter()
+            outcome = fn()
+            if asyncio.iscoroutine(outcome):
+                loop.run_until_complete(outcome)
+            if rep:  # the first lap warms up connections and imports
+                times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) / ROUNDS for name, values in times.items()}
+
+
+def _serve(conn: Any) -> None:
+    """The server process: a WireServer answering with ``responder`` until killed."""
+    server = WireServer(responder=responder)
+    server.keep_requests = False
+    conn.send(server.url)
+    conn.recv()  # blocks until the parent closes the pipe
+    server.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=30)
+    args = parser.parse_args()
+    # The server runs in its own process so it never competes with the client for the GIL.
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    process = ctx.Process(target=_serve, args=(child,), daemon=True)
+    process.start()
+    url = parent.recv() + "/v1"
+    loop = asyncio.new_event_loop()
+    rows = []
+    try:
+        for stream in (False, True):
+            client = httpx.Client()
+            contenders: dict[str, Callable[[], Any]] = {
+                "raw": lambda c=client, s=stream: run_raw(url, c, s),
+                "nbagent": make_nbagent(url, stream),
+            }
+            pai_fn = make_pydantic_ai(url, stream)
+            if pai_fn is not None:
+                contenders["pydantic-ai"] = pai_fn
+            result = _measure(loop, contenders, args.reps)
+            client.close()
+            rows.append((stream, result["raw"], result["nbagent"], result.get("pydantic-ai")))
+    finally:
+        loop.close()
+        parent.close()
+        process.join(5)
+        if process.is_alive():
+            process.terminate()
+    print(f"10-round tool conversation, per round (median of {args.reps} runs)")
+    head = ("mode", "raw httpx", "nbagent", "ratio", "pydantic-ai", "ratio")
+    print("{:10} {:>10} {:>10} {:>6} {:>12} {:>6}".format(*head))
+    for stream, raw, ours, pai in rows:
+        mode = "stream" if stream else "json"
+        pai_text = f"{pai * 1000:9.2f} ms {pai / raw:5.1f}x" if pai else "   not installed"
+        print(f"{mode:10} {raw * 1000:7.2f} ms {ours * 1000:7.2f} ms {ours / raw:5.2f}x {pai_text}")
+
+
+if __name__ == "__main__":
+    main()
