@@ -219,6 +219,10 @@ class Run:
             await self._run_rounds()
         except asyncio.CancelledError:
             self._finish()
+        except KeyboardInterrupt:  # Ctrl-C while the loop runs on the caller's own thread
+            self._stop_reason = self._stop_reason or "cancelled"
+            self._finish()
+            raise
         except BaseException as exc:
             self._stop_reason = self._stop_reason or "error"
             self._error = exc
@@ -237,6 +241,7 @@ class Run:
                 self._stop_reason = "token_budget"
                 return
             forced = round_index >= settings.max_rounds
+            started = time.perf_counter()
             text, calls, usage, provider_data = await self._request(round_index, forced=forced)
             if forced or not calls:
                 if forced and not text.strip():
@@ -246,9 +251,8 @@ class Run:
                 self._stop_reason = "max_rounds" if forced else "complete"
                 return
             tool_round = ToolRound(text or None, calls, [], usage, 0.0, provider_data)
-            started = time.perf_counter()
             await self._call_tools(tool_round, round_index)
-            tool_round.duration_s += time.perf_counter() - started
+            tool_round.duration_s = time.perf_counter() - started
             self._emit(RoundFinished(tool_round, round_index))
             logger.info(
                 "round %d finished: %d calls, %d failed",
