@@ -94,7 +94,10 @@ class Kernel:
                 else:
                     assert request["msg_type"] == "input_request"
                     messages.append(request)
-                    self.kc.input(stdin_answer)
+                    if stdin_answer == "<interrupt>":
+                        self.km.interrupt_kernel()  # the user interrupts instead of answering
+                    else:
+                        self.kc.input(stdin_answer)
             try:
                 msg = self.kc.get_iopub_msg(timeout=0.05)
             except queue.Empty:
@@ -283,3 +286,16 @@ def test_headless_approval_policy_allow_list(kernel_env: dict[str, str], tmp_pat
     text = HtmlFacts(nb.cells[1].outputs[0]["data"]["text/html"]).text
     assert "approved by policy NBAGENT_APPROVAL=allow:delete (no stdin)" in text
     assert "Result: deleted /tmp/x" in text
+
+
+def test_interrupt_while_asking_for_approval(kernel: Kernel) -> None:
+    reply, messages = kernel.execute(
+        "%%agent\ndelete the file", allow_stdin=True, stdin_answer="<interrupt>"
+    )
+    assert reply["content"]["status"] == "ok"
+    assert [m["msg_type"] for m in messages].count("input_request") == 1
+    facts = HtmlFacts(last_html(messages))
+    assert "stopped: cancelled" in facts.text
+    assert "deleted" not in facts.text
+    reply, messages = kernel.execute("%%agent\nadd again")
+    assert "Result: 5" in HtmlFacts(last_html(messages)).text
