@@ -181,11 +181,15 @@ class Store:
                 if not _is_corrupt(error):
                     raise
                 self._move_aside(error)
+                if self._disabled:
+                    return None
                 self._db = self._open()
         except NewerSchemaError as error:
             self._disable(str(error))
-        except (sqlite3.Error, OSError) as error:
-            # Not remembered: a locked or unreachable file may work next time.
+        except OSError as error:  # the folder cannot be made: it will not fix itself
+            self._disable(str(error))
+        except sqlite3.Error as error:
+            # Not remembered: a locked file may work next time.
             _warn(f"nbagent history unavailable ({self.path}): {error}")
         return self._db
 
@@ -226,10 +230,14 @@ class Store:
             self._db = None
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
         target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        for suffix in ("", "-wal", "-shm"):
-            source = Path(str(self.path) + suffix)
-            if source.exists():
-                os.replace(source, Path(str(target) + suffix))
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                source = Path(str(self.path) + suffix)
+                if source.exists():
+                    os.replace(source, Path(str(target) + suffix))
+        except OSError as move_error:
+            self._disable(f"the file is unreadable ({error}) and cannot be moved ({move_error})")
+            return
         self.generation += 1
         _warn(
             f"nbagent history file {self.path} was unreadable ({error}); "
@@ -241,19 +249,20 @@ class Store:
     def _write(self, work: Callable[[sqlite3.Connection], None]) -> bool:
         """Run ``work`` in one write transaction. Returns False (after a warning) on failure."""
         with self._lock:
-            for attempt in range(2):
-                db = self._connection()
-                if db is None:
-                    return False
-                try:
-                    self._transaction(db, work)
-                    return True
-                except sqlite3.DatabaseError as error:
-                    if _is_corrupt(error) and attempt == 0:
-                        self._move_aside(error)
-                        return False  # the writer sees the new generation and rewrites
+            db = self._connection()
+            if db is None:
+                return False
+            try:
+                self._transaction(db, work)
+                return True
+            except sqlite3.DatabaseError as error:
+                if _is_corrupt(error):
+                    self._move_aside(error)  # the writer sees the new generation and rewrites
+                else:
                     _warn(f"nbagent history not saved ({self.path}): {error}")
-                    return False
+            except Exception as error:  # a bug here must not end the user's run
+                logger.exception("history write failed")
+                _warn(f"nbagent history not saved ({self.path}): {error!r}")
             return False
 
     def _transaction(

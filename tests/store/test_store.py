@@ -328,6 +328,20 @@ def test_newer_schema_turns_history_off_without_touching_the_file(db_path: Path)
     assert db_path.read_bytes() == before
 
 
+def test_unusable_location_warns_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("NBAGENT_HOME", str(blocker / "nbagent"))
+    agent = Agent(ScriptedModel(two_rounds), tools=[add])
+    with pytest.warns(HistoryWarning, match="history is off") as caught:
+        result = agent.run_sync("Add things.")
+    assert len(caught) == 1  # said once, not once per round
+    assert result.output == "The total is 9."
+    assert result.stop_reason == "complete"
+
+
 def test_interrupted_message_loads_with_a_note(db_path: Path) -> None:
     """An assistant message never finished (see test_crash for the real kill -9)."""
     store = Store(db_path)
