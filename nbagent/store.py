@@ -541,7 +541,6 @@ class RunWriter:
                 return
             if self._generation == self.store.generation:
                 return  # a failure already reported; the run goes on without history
-        return
 
     def _write_progress(
         self, db: sqlite3.Connection, message: Message, count: int, finished: RunResult | None

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,14 @@ import pytest
 import nbagent
 from nbagent import Agent, ConfigError, tool
 from nbagent.events import ToolCallStarted
+from nbagent.messages import ToolCall
+from nbagent.providers.base import (
+    Finished,
+    ModelRequest,
+    ProviderEvent,
+    TextChunk,
+    ToolCallReady,
+)
 from nbagent.store import INTERRUPTED_NOTE, SCHEMA_VERSION, HistoryWarning, Store
 from nbagent.testing import ScriptedModel, ScriptedRequest, call, reply
 
@@ -79,6 +88,41 @@ def test_run_is_stored_and_reloads_identically(db_path: Path) -> None:
     assert duration > 0
     assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     assert query(db_path, "PRAGMA journal_mode") == [("wal",)]
+
+
+class SignedModel:
+    """A provider whose turns carry opaque data to echo back (signatures, thinking)."""
+
+    name = "signed"
+    model = "v1"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        if not request.messages[-1].rounds:
+            signed = ToolCall(
+                "c1", "add", {"a": 1, "b": 2}, '{"a": 1, "b": 2}', {"thoughtSignature": "c2ln"}
+            )
+            yield ToolCallReady(signed)
+            yield Finished("tool_use", {"thinking": [{"signature": "abc", "text": "hmm"}]})
+        else:
+            yield TextChunk("3")
+            yield Finished("end_turn", {"final_signature": "xyz"})
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_provider_data_and_raw_arguments_survive_a_reload(db_path: Path) -> None:
+    agent = Agent(SignedModel(), tools=[add])
+    agent.run_sync("1 + 2?")
+    loaded = Store(db_path).load(agent.conversation.id)
+    assert plain(loaded) == plain(agent.conversation)
+    answer = loaded.messages[1]
+    assert answer.provider_data == {"final_signature": "xyz"}
+    assert answer.rounds is not None
+    assert answer.rounds[0].provider_data == {"thinking": [{"signature": "abc", "text": "hmm"}]}
+    assert answer.rounds[0].calls[0].provider_data == {"thoughtSignature": "c2ln"}
+    assert answer.rounds[0].calls[0].raw_arguments == '{"a": 1, "b": 2}'
+    assert answer.model == "signed:v1"
 
 
 def test_each_round_is_saved_before_the_next_model_request(db_path: Path) -> None:
