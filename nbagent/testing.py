@@ -17,6 +17,7 @@ Every request it received is kept in ``.requests`` for assertions.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import itertools
 import json
@@ -119,7 +120,8 @@ class ScriptedModel:
         script: the function deciding each reply; or a list of replies used in order.
         chunk_size: characters per streamed text chunk.
         delay: seconds to sleep before each chunk (to test live rendering and Stop).
-        name: the model name shown in footers ("scripted:NAME").
+        model: the model name shown in footers ("scripted:NAME"); a model string
+            passed as ``script`` (as ``get_provider("scripted:NAME")`` does) sets it too.
     """
 
     name = "scripted"
@@ -180,7 +182,9 @@ class ScriptedModel:
             yield TextChunk(answer.text[start : start + step])
         calls = answer.calls if request.tool_choice == "auto" else []
         for c in calls:
-            yield ToolCallReady(c)
+            # A fresh object per request, as a real provider's decoder makes: a script
+            # may return the same ToolCall twice, and the loop may renumber its id.
+            yield ToolCallReady(dataclasses.replace(c, arguments=dict(c.arguments)))
         yield UsageReport(Usage(_count_tokens(request), max(1, len(answer.text) // 4)))
         yield Finished("tool_calls" if calls else "stop")
 
