@@ -20,7 +20,7 @@ def policy_approver(env: Mapping[str, str] | None = None) -> Callable[[Any, Any]
         if policy == "allow":
             return True, who
         if policy.startswith("allow:"):
-            allowed = {n.strip() for n in policy[len("allow:"):].split(",") if n.strip()}
+            allowed = {n.strip() for n in policy[len("allow:") :].split(",") if n.strip()}
             return call.name in allowed, who
         return False, who
 
