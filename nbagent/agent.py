@@ -170,6 +170,8 @@ class Agent:
                 "record=/replay= need a model string; for a provider object, pass "
                 "http_client=nbagent.recording.http_client(record=...) to it instead"
             )
+        if self.model.partition(":")[0] in ("local", "scripted"):
+            raise ConfigError(f"record=/replay= cover HTTP APIs; {self.model!r} makes no requests")
         if options.get("replay") is not None and not options.get("replay_fallback"):
             # Replayed answers need no key; the adapter must not refuse to start without one.
             self._provider_options.setdefault("api_key", "replay-without-key")

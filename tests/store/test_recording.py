@@ -187,6 +187,8 @@ def test_start_recording_on_an_existing_agent(tmp_path: Path, openai_server: Ope
 def test_bad_uses_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="need a model string"):
         Agent(ScriptedModel(), record=tmp_path / "x.jsonl")
+    with pytest.raises(ConfigError, match="makes no requests"):
+        Agent("local", replay=tmp_path / "x.jsonl")
     with pytest.raises(ConfigError, match="no recording at"):
         Agent("openai:test-model", base_url=NOWHERE, replay=tmp_path / "missing.jsonl")
     broken = tmp_path / "broken.jsonl"

@@ -423,3 +423,18 @@ def test_writes_from_two_threads_share_one_store(db_path: Path) -> None:
     thread.join()
     assert errors == []
     assert query(db_path, "SELECT count(*) FROM rounds") == [(40,)]
+
+
+def test_where_the_file_lives() -> None:
+    import platformdirs
+
+    from nbagent.store import history_path
+
+    default = Path(platformdirs.user_data_dir("nbagent", appauthor=False)) / "history.db"
+    assert history_path({}) == default
+    assert history_path({"NBAGENT_HOME": "~/elsewhere"}) == (
+        Path.home() / "elsewhere" / "history.db"
+    )
+    for off in ("off", "0", "false", "NO"):
+        assert history_path({"NBAGENT_HISTORY": off, "NBAGENT_HOME": "/x"}) is None
+    assert history_path({"NBAGENT_HISTORY": "on", "NBAGENT_HOME": "/x"}) == Path("/x/history.db")
