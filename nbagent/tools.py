@@ -333,7 +333,8 @@ async def _invoke(
             outcome.value = await asyncio.wait_for(t.fn(**arguments), timeout)
         else:
             started = time.perf_counter()
-            outcome.value = await asyncio.wait_for(_in_thread(t.fn, arguments), timeout)
+            lock = _SEQUENTIAL_THREADS if t.sequential else None
+            outcome.value = await asyncio.wait_for(_in_thread(t.fn, arguments, lock), timeout)
             if inspect.isawaitable(outcome.value):  # a sync wrapper that returned a coroutine
                 left = max(timeout - (time.perf_counter() - started), 0.001)
                 outcome.value = await asyncio.wait_for(outcome.value, left)
@@ -359,7 +360,15 @@ async def _ask(approver: Approver | None, call: ToolCall, t: Tool) -> tuple[bool
     return bool(decision), "approver"
 
 
-def _in_thread(fn: Callable[..., Any], arguments: dict[str, Any]) -> asyncio.Future[Any]:
+_SEQUENTIAL_THREADS = threading.Lock()
+"""Held by the worker thread while a sync ``sequential`` tool runs. The round's asyncio
+lock orders the calls; this one also covers a call that timed out but whose thread
+is still running, so no two sequential tools ever overlap, in any round or agent."""
+
+
+def _in_thread(
+    fn: Callable[..., Any], arguments: dict[str, Any], lock: threading.Lock | None = None
+) -> asyncio.Future[Any]:
     """Run ``fn`` on a daemon worker thread; the returned future resolves on the loop."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
@@ -377,7 +386,11 @@ def _in_thread(fn: Callable[..., Any], arguments: dict[str, Any]) -> asyncio.Fut
 
     def job() -> None:
         try:
-            value, ok = context.run(fn, **arguments), True
+            if lock is None:
+                value, ok = context.run(fn, **arguments), True
+            else:
+                with lock:
+                    value, ok = context.run(fn, **arguments), True
         except BaseException as exc:
             value, ok = exc, False
         try:

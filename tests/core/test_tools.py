@@ -425,3 +425,35 @@ def test_sync_wrapper_returning_a_coroutine_is_awaited():
 
     _, seen, _ = run_calls([[call("wrapper", n=4)]], [wrapper])
     assert seen[0][0].content == "40"
+
+
+def test_sequential_tools_never_overlap_even_after_a_timeout():
+    intervals: list[tuple[str, float, float]] = []
+    lock = threading.Lock()
+
+    @tool(sequential=True, timeout=0.3)
+    def migrate(step: str, seconds: float) -> str:
+        """Must run alone."""
+        start = time.perf_counter()
+        time.sleep(seconds)
+        with lock:
+            intervals.append((step, start, time.perf_counter()))
+        return step
+
+    # Round 1: "slow" times out but its thread keeps running for 0.8 s.
+    # Round 2: "next" must not start before "slow" really ended.
+    rounds = [
+        [call("migrate", step="slow", seconds=0.8)],
+        [call("migrate", step="next", seconds=0)],
+    ]
+    _, seen, _ = run_calls(rounds, [migrate], tool_timeout=5)
+    assert seen[0][0].content == "Error: migrate timed out after 0.3 s"
+    deadline = time.perf_counter() + 3
+    while len(intervals) < 2 and time.perf_counter() < deadline:
+        time.sleep(0.05)
+    by_step = {step: (start, end) for step, start, end in intervals}
+    if seen[1][0].ok:  # it got its turn within its timeout: strictly after "slow"
+        assert by_step["next"][0] >= by_step["slow"][1]
+    else:  # or it waited its whole timeout for the stuck call, and never overlapped
+        assert seen[1][0].content == "Error: migrate timed out after 0.3 s"
+        assert by_step["next"][0] >= by_step["slow"][1]
