@@ -14,6 +14,8 @@ from typing import Any
 
 HEAD_ROWS = 10
 """Rows of a DataFrame shown to the model (fewer when the budget is tight)."""
+MAX_CELL_CHARS = 200
+"""Longer text cells in a DataFrame preview are shortened (documents, JSON blobs)."""
 MAX_ITEMS = 200
 """Items of a long list/dict serialised before the rest is summarised."""
 
@@ -99,6 +101,7 @@ def _pandas_text(value: Any, limit: int) -> tuple[str, bool]:
     # A default RangeIndex carries no information; any other index does.
     show_index = not isinstance(value.index, pd.RangeIndex) or value.index.start != 0
     header = f"{kind} shape=({rows}, {cols}); dtypes: {dtypes}\n"
+    head = _shorten_cells(head)
     table = head.to_csv(index=show_index)
     # Drop rows (never columns) until the table fits; the model learns the shape anyway.
     while len(header) + len(table) > limit and len(head) > 1:
@@ -107,3 +110,21 @@ def _pandas_text(value: Any, limit: int) -> tuple[str, bool]:
     shown = len(head)
     note = f"(first {shown} of {rows} rows)\n" if shown < rows else ""
     return header + note + table, shown < rows
+
+
+def _shorten_cells(head: Any) -> Any:
+    """The preview rows with long strings cut, so ten rows of documents still fit."""
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
+    def shorten(v: Any) -> Any:
+        if isinstance(v, str) and len(v) > MAX_CELL_CHARS:
+            return f"{v[:MAX_CELL_CHARS]}… [{len(v)} chars]"
+        return v
+
+    textual = [i for i, t in enumerate(head.dtypes) if is_object_dtype(t) or is_string_dtype(t)]
+    if not textual:
+        return head
+    head = head.copy()  # a few rows only
+    for i in textual:
+        head.isetitem(i, head.iloc[:, i].map(shorten))
+    return head

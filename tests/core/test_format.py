@@ -83,3 +83,13 @@ def test_an_unprintable_result_does_not_break_the_run():
     assert seen.ok and seen.content == "<Broken: unprintable (no str)>"
     assert result.output == "fine"
     assert isinstance(result.tool_results[0], Broken)
+
+
+def test_long_text_cells_are_shortened_so_all_preview_rows_fit():
+    docs = pd.DataFrame({"id": range(20), "text": [f"doc{i} " + "word " * 2000 for i in range(20)]})
+    text, partial = to_model_text(docs, 4000)
+    lines = text.splitlines()
+    assert lines[1] == "(first 10 of 20 rows)"
+    assert lines[3].startswith("0,doc0 word word") and lines[3].endswith("… [10005 chars]")
+    assert len(lines) == 13 and len(text) <= 4000
+    assert docs["text"].str.len().min() > 10_000  # the frame itself is untouched
