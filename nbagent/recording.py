@@ -122,27 +122,35 @@ async def settle(client: Any, timeout: float = 1.0) -> None:
 
 
 class _LiveTransport(httpx.AsyncBaseTransport):
-    """The network, with one connection pool per event loop.
+    """The network, as a plain ``httpx.AsyncClient`` would reach it.
 
-    A provider may be used from nbagent's background loop and from the kernel's own
-    loop; pooled connections must never cross loops.
+    Sending through a client (one per event loop) keeps what a bare transport
+    would lose: proxies and certificates from the environment. Pooled connections
+    never cross loops (nbagent's background loop and the kernel's own).
     """
 
     def __init__(self) -> None:
-        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport]
-        self._pools = weakref.WeakKeyDictionary()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
+        self._clients = weakref.WeakKeyDictionary()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         loop = asyncio.get_running_loop()
-        pool = self._pools.get(loop)
-        if pool is None:
-            pool = self._pools[loop] = httpx.AsyncHTTPTransport()
-        return await pool.handle_async_request(request)
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            client = self._clients[loop] = httpx.AsyncClient()
+        # The request already carries the caller's timeout in its extensions.
+        response = await client.send(request, stream=True)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=response.stream,
+            extensions=response.extensions,
+        )
 
     async def aclose(self) -> None:
-        pool = self._pools.pop(asyncio.get_running_loop(), None)
-        if pool is not None:
-            await pool.aclose()
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
 
 
 # -- normalising requests -----------------------------------------------------------------
