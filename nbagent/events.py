@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class RunStarted:
+    """The first event of every run."""
+
     prompt: str
     model: str
     conversation_id: str
@@ -35,12 +37,20 @@ class TextDelta:
 
 @dataclass
 class ToolCallStarted:
+    """A call is about to run (all calls of a round start together, in call order)."""
+
     call: ToolCall
     round_index: int
 
 
 @dataclass
 class ToolCallFinished:
+    """A call's result, ``content`` exactly as the model will see it.
+
+    Emitted in call order (a fast call waits for the slower ones before it), because
+    the round's output budget is shared in call order.
+    """
+
     result: ToolResult
     round_index: int
 
@@ -55,6 +65,8 @@ class RoundFinished:
 
 @dataclass
 class RunFinished:
+    """The last event of every run, however it ended (see ``result.stop_reason``)."""
+
     result: RunResult
 
 
