@@ -161,13 +161,21 @@ class OllamaProvider:
             return
         pending: list[dict[str, Any]] = []
         last: dict[str, Any] | None = None
-        async for chunk in self._http.stream_ndjson("/api/chat", body):
-            if last is not None or not isinstance(chunk, dict):
-                continue  # read to the end of the body: the connection is then reused
-            for event in _parse_chunk(chunk, pending):
-                yield event
-            if chunk.get("done"):
-                last = chunk
+        async for batch in self._http.stream_ndjson_batches("/api/chat", body):
+            texts: list[str] = []
+            for chunk in batch:
+                if last is not None or type(chunk) is not dict:
+                    continue  # read to the end of the body: the connection is then reused
+                message = chunk.get("message")
+                if message:
+                    if message.get("content"):
+                        texts.append(message["content"])
+                    if message.get("tool_calls"):
+                        pending += message["tool_calls"]  # emitted once done:true arrives
+                if chunk.get("done"):
+                    last = chunk
+            if texts:
+                yield TextChunk("".join(texts))  # one network read, one chunk of text
         if last is None:
             # Calls seen so far may be incomplete: none of them is emitted.
             raise ProviderError(

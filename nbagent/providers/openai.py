@@ -132,28 +132,34 @@ class OpenAIProvider:
         calls = _CallBuilder()
         finish_reason: str | None = None
         done = False
-        async for _, chunk in self._http.stream_sse("/chat/completions", body):
-            if chunk == "[DONE]":
-                # Read on to the end of the body (it ends right here) so the
-                # connection goes back to the pool instead of being closed.
-                done = True
-                continue
-            if done:
-                continue
-            if not isinstance(chunk, dict):
-                continue  # unknown non-JSON data line
-            usage = chunk.get("usage")
-            if usage:
-                yield UsageReport(_usage(usage))
-            for choice in chunk.get("choices") or ():
-                delta = choice.get("delta") or {}
-                text = delta.get("content")
-                if text:
-                    yield TextChunk(text)
-                for tool_delta in delta.get("tool_calls") or ():
-                    calls.add(tool_delta)
-                if choice.get("finish_reason"):
-                    finish_reason = choice["finish_reason"]
+        # One network read at a time: its text becomes one TextChunk.
+        async for batch in self._http.stream_sse_batches("/chat/completions", body):
+            texts: list[str] = []
+            usage: Usage | None = None
+            for _, chunk in batch:
+                if chunk == "[DONE]":
+                    # Read on to the end of the body (it ends right here) so the
+                    # connection goes back to the pool instead of being closed.
+                    done = True
+                    continue
+                if done or type(chunk) is not dict:
+                    continue  # unknown non-JSON data line
+                if chunk.get("usage"):
+                    usage = _usage(chunk["usage"])
+                for choice in chunk.get("choices") or ():
+                    delta = choice.get("delta")
+                    if delta:
+                        text = delta.get("content")
+                        if text:
+                            texts.append(text)
+                        for tool_delta in delta.get("tool_calls") or ():
+                            calls.add(tool_delta)
+                    if choice.get("finish_reason"):
+                        finish_reason = choice["finish_reason"]
+            if texts:
+                yield TextChunk("".join(texts))
+            if usage is not None:
+                yield UsageReport(usage)
         if not done:
             # Calls received so far may be cut short: none of them is emitted.
             raise ProviderError(

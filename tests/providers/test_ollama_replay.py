@@ -183,7 +183,9 @@ async def test_replay_openllmetry_answer(wire_server: WireServer) -> None:
 async def test_replay_streamed_joke(wire_server: WireServer) -> None:
     """A real NDJSON stream, served in 97-byte pieces that cut lines and characters."""
     cassette = load_cassette(DATA / "openllmetry/ollama/test_ollama_streaming_chat_legacy.yaml")
-    wire_server.add(*replies_for(cassette))
+    (reply,) = replies_for(cassette)
+    reply.chunk_delay = 0.002  # separate network reads, so text arrives in pieces
+    wire_server.add(reply)
     agent = Agent("ollama:llama3", base_url=wire_server.url, tools=[])
     chunks = []
     async for event in agent.stream("Tell me a joke about OpenTelemetry"):
