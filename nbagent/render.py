@@ -223,22 +223,35 @@ def round_summary(tool_round: ToolRound, index: int) -> str:
     """``Round 1 · get_weather, lookup · ok · 120 ms`` (plain text, unescaped)."""
     names = ", ".join(dict.fromkeys(c.name for c in tool_round.calls)) or "no calls"
     state = _round_state(tool_round)
+    if state == "running":
+        return f"Round {index + 1} · {names} · running"
     return f"Round {index + 1} · {names} · {state} · {_duration(tool_round.duration_s)}"
 
 
-def render_round_html(tool_round: ToolRound, index: int, *, max_rows: int = 10) -> str:
-    """One round as a ``<details>`` panel, collapsed; ``index`` is 0-based."""
+def render_round_html(
+    tool_round: ToolRound,
+    index: int,
+    *,
+    max_rows: int = 10,
+    open: bool = False,
+    cache: dict[str, str] | None = None,
+) -> str:
+    """One round as a ``<details>`` panel (collapsed unless ``open``); ``index`` is 0-based.
+
+    ``cache`` ("round:call id" -> HTML) lets a live view render each finished call once:
+    a figure is encoded to PNG once, not at every redraw.
+    """
     failed = any(not r.ok for r in tool_round.results)
     by_id = {r.call_id: r for r in tool_round.results}
     names = ", ".join(dict.fromkeys(c.name for c in tool_round.calls)) or "no calls"
     state = _e(_round_state(tool_round))
     if failed:
         state = f'<span class="nba-err">{state}</span>'
-    summary = (
-        f"Round {index + 1} · {_e(names)} · {state} · {_duration(tool_round.duration_s)}"
-    )
+    summary = f"Round {index + 1} · {_e(names)} · {state}"
+    if len(tool_round.results) >= len(tool_round.calls):
+        summary += f" · {_duration(tool_round.duration_s)}"
     parts = [
-        f'<details class="nba-round{" nba-failed" if failed else ""}">',
+        f'<details class="nba-round{" nba-failed" if failed else ""}"{" open" if open else ""}>',
         f"<summary>{summary}</summary>",
         '<div class="nba-body">',
     ]
@@ -246,7 +259,14 @@ def render_round_html(tool_round: ToolRound, index: int, *, max_rows: int = 10) 
         text_html = render_markdown(tool_round.assistant_text)
         parts.append(f'<div class="nba-pre-text">{text_html}</div>')
     for call in tool_round.calls:
-        parts.append(_call_html(call, by_id.get(call.id), max_rows=max_rows))
+        result = by_id.get(call.id)
+        key = f"{index}:{call.id}"  # some APIs reuse call ids across rounds
+        cached = cache.get(key) if cache is not None and result is not None else None
+        if cached is None:
+            cached = _call_html(call, result, max_rows=max_rows)
+            if cache is not None and result is not None:
+                cache[key] = cached
+        parts.append(cached)
     parts.append("</div></details>")
     return "".join(parts)
 
@@ -272,9 +292,14 @@ def _wrap(inner: str) -> str:
     return f'{_STYLE_TAG}<div class="{ROOT_CLASS}">{inner}</div>'
 
 
-def render_result_html(result: RunResult, *, max_rows: int = 10) -> str:
+def render_result_html(
+    result: RunResult, *, max_rows: int = 10, cache: dict[str, str] | None = None
+) -> str:
     """The final, static HTML of a run: round panels, the answer, a footer."""
-    parts = [render_round_html(r, i, max_rows=max_rows) for i, r in enumerate(result.rounds)]
+    parts = [
+        render_round_html(r, i, max_rows=max_rows, cache=cache)
+        for i, r in enumerate(result.rounds)
+    ]
     parts.append(f'<div class="nba-answer">{render_markdown(result.output)}</div>')
     footer = _e(
         _footer_text(
@@ -394,6 +419,8 @@ class Transcript:
         self.result: RunResult | None = None
         self.interrupted = False
         self._round_html: list[str] = []
+        self._calls_html: dict[str, str] = {}
+        """Rendered finished calls by call id (each rendered once, reused by every redraw)."""
 
     # -- input ---------------------------------------------------------------------
 
@@ -413,7 +440,9 @@ class Transcript:
         elif isinstance(event, RoundFinished):
             self.rounds.append(event.round)
             self._round_html.append(
-                render_round_html(event.round, event.round_index, max_rows=self.max_rows)
+                render_round_html(
+                    event.round, event.round_index, max_rows=self.max_rows, cache=self._calls_html
+                )
             )
             self.text_parts, self.calls, self.results = [], [], {}
         elif isinstance(event, RunStarted):
@@ -451,7 +480,7 @@ class Transcript:
 
     def html(self) -> str:
         if self.result is not None:
-            return render_result_html(self.result, max_rows=self.max_rows)
+            return render_result_html(self.result, max_rows=self.max_rows, cache=self._calls_html)
         parts: list[str] = []
         if self.status:
             cls = "nba-status nba-stopped" if self.interrupted else "nba-status"
@@ -460,8 +489,9 @@ class Transcript:
         pending = self._pending_round()
         if pending is not None:
             parts.append(
-                render_round_html(pending, len(self.rounds), max_rows=self.max_rows).replace(
-                    "<details ", "<details open ", 1
+                render_round_html(
+                    pending, len(self.rounds), max_rows=self.max_rows, open=True,
+                    cache=self._calls_html,
                 )
             )
         elif self.text_parts:

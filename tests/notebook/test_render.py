@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import re
 
 import pandas as pd
@@ -10,7 +11,14 @@ import pytest
 from conftest import HtmlFacts, assert_inert
 
 from nbagent import Agent, RunResult, Tool, ToolCall, ToolResult, ToolRound, Usage
-from nbagent.events import RoundFinished, Status, TextDelta, ToolCallFinished, ToolCallStarted
+from nbagent.events import (
+    RoundFinished,
+    RunFinished,
+    Status,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from nbagent.render import (
     Transcript,
     render_markdown,
@@ -182,13 +190,16 @@ def test_transcript_follows_events_and_caches_rounds() -> None:
     t.feed(Status("Using Get Weather…"))
     t.feed(ToolCallStarted(c, 0))
     live = t.html()
-    assert "<details open" in live and "running…" in live and "Using Get Weather…" in live
+    assert HtmlFacts(live).find("details") == [{"class": "nba-round", "open": None}]
+    assert "running…" in live and "Using Get Weather…" in live
+    assert "Round 1 · get_weather · running" in HtmlFacts(live).text
     res = ToolResult("c1", "get_weather", True, "sunny", duration_s=0.1)
     t.feed(ToolCallFinished(res, 0))
     t.feed(RoundFinished(ToolRound("Let me <check>", [c], [res]), 0))
     t.feed(TextDelta("It is sunny.", 1))
     live = t.html()
-    assert "<details open" not in live and "Round 1 · get_weather · ok" in live
+    assert HtmlFacts(live).find("details") == [{"class": "nba-round"}]
+    assert "Round 1 · get_weather · ok" in live
     assert "It is sunny." in live and "Let me &lt;check&gt;" in live
     assert "It is sunny." in t.plain() and "It is sunny." in t.markdown()
     t.mark_interrupted()
@@ -217,3 +228,43 @@ def test_transcript_final_view_equals_result_rendering() -> None:
     facts = assert_inert(t.html())
     assert "The sum is 5." in facts.text
     assert "Round 1 · add · ok" in facts.text
+
+
+class CountingImage:
+    """A tool value that draws itself as PNG and counts how often it was asked to."""
+
+    def __init__(self) -> None:
+        self.draws = 0
+
+    def _repr_png_(self) -> bytes:
+        from PIL import Image
+
+        self.draws += 1
+        buffer = io.BytesIO()
+        Image.new("RGB", (2, 2)).save(buffer, format="PNG")
+        return buffer.getvalue()
+
+
+def test_transcript_renders_each_finished_call_once() -> None:
+    image = CountingImage()
+    a = ToolCall("same-id", "draw", {})
+    b = ToolCall("other", "wait", {})
+    t = Transcript()
+    t.feed(ToolCallStarted(a, 0))
+    t.feed(ToolCallStarted(b, 0))
+    done = ToolResult("same-id", "draw", True, "image", value=image)
+    t.feed(ToolCallFinished(done, 0))
+    for _ in range(5):  # redraws while the other call still runs
+        assert len(HtmlFacts(t.html()).find("img")) == 1
+    rest = ToolResult("other", "wait", True, "ok")
+    t.feed(ToolCallFinished(rest, 0))
+    first = ToolRound(None, [a, b], [done, rest])
+    t.feed(RoundFinished(first, 0))
+    # a later round reusing the call id (some APIs do) is not confused with the first
+    again = ToolResult("same-id", "draw", True, "plain text this time", value="plain text")
+    second = ToolRound(None, [ToolCall("same-id", "draw", {})], [again])
+    t.feed(RoundFinished(second, 1))
+    t.feed(RunFinished(make_result([first, second], "done")))
+    final = t.html()
+    assert len(HtmlFacts(final).find("img")) == 1 and "plain text" in final
+    assert image.draws == 1
