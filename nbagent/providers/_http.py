@@ -17,6 +17,10 @@ An adapter builds one :class:`HttpSession` and calls one of three methods::
         ...   # one parsed JSON value per line
     await http.aclose()
 
+``stream_sse_batches`` / ``stream_ndjson_batches`` give the same items as one list
+per network read, so an adapter can join a read's text into one TextChunk (fewer
+events for the loop and the UI; this is what the OpenAI and Ollama adapters do).
+
 What the session does for the adapter:
 
 * **Clients.** One ``httpx.AsyncClient`` per event loop: the same provider may be

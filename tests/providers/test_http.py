@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 
 import httpx
 import pytest
@@ -232,6 +233,17 @@ async def test_gemini_retry_delay_is_honoured(wire_server: WireServer) -> None:
     assert await _session(wire_server, backoff=0.0).post_json("/x", {}) == {"ok": True}
     assert wire_server.count == 2
     assert loop.time() - started >= 0.2  # waited as asked, not the (zero) backoff
+
+
+async def test_retry_after_as_http_date(wire_server: WireServer) -> None:
+    import email.utils
+
+    when = email.utils.formatdate(time.time() - 5, usegmt=True)  # already past: no wait
+    wire_server.add(Reply(503, {"error": {"message": "x"}}, headers={"retry-after": when}), OK)
+    started = time.monotonic()
+    assert await _session(wire_server, backoff=30.0).post_json("/x", {}) == {"ok": True}
+    assert wire_server.count == 2
+    assert time.monotonic() - started < 10  # the date was understood: no 30 s backoff
 
 
 async def test_long_retry_after_is_not_waited_for(wire_server: WireServer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import traceback
 from typing import Any
 
 import pytest
@@ -407,7 +408,7 @@ async def test_key_never_leaks(wire_server: WireServer, caplog: pytest.LogCaptur
         with pytest.raises(ProviderError) as info:
             await agent.run("hi")
         texts += [str(info.value), repr(info.value), info.value.message, str(info.value.error_type)]
-        texts += [str(info.value.__cause__), str(info.value.__context__)]
+        texts += ["".join(traceback.format_exception(info.value))]  # with chained causes
     assert "OPENAI_API_KEY" in texts[0]  # the 401 says what to set
     dead = WireServer()
     url = dead.url
@@ -425,6 +426,23 @@ async def test_key_never_leaks(wire_server: WireServer, caplog: pytest.LogCaptur
     assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in wire_server.requests)
     assert all(KEY.encode() not in r.body for r in wire_server.requests)
     await provider.aclose()
+
+
+async def test_same_provider_from_background_loop_and_this_loop(wire_server: WireServer) -> None:
+    """run_sync uses nbagent's background loop thread; run uses this loop. One provider
+    serves both (a client per event loop: an httpx client must not cross loops)."""
+    wire_server.add(text_stream("one"), text_stream("two"), text_stream("three"))
+    agent = agent_for(wire_server, [])
+    assert agent.run_sync("first").output == "one"  # background loop thread
+    assert (await agent.run("second")).output == "two"  # the test's loop
+    assert agent.run_sync("third").output == "three"
+    assert [m["content"] for m in wire_server.bodies()[2]["messages"]] == [
+        "first",
+        "one",
+        "second",
+        "two",
+        "third",
+    ]
 
 
 async def test_event_stream_matches_between_modes(wire_server: WireServer) -> None:
