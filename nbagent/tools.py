@@ -43,6 +43,8 @@ class Tool:
     ) -> None:
         from ._schema import function_schema
 
+        if isinstance(fn, Tool):  # decorated twice, or a Tool re-wrapped with new options
+            fn = fn.fn
         self.fn = fn
         self.name = name or _function_name(fn)
         schema = function_schema(fn, name=self.name)

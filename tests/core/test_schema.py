@@ -289,3 +289,14 @@ def test_unresolvable_annotation_names_the_parameter():
         @tool
         def use(thing: Local) -> None:
             """U."""
+
+
+def test_rewrapping_a_tool_keeps_its_schema():
+    @tool
+    def base(q: str) -> str:
+        """Search."""
+        return q
+
+    renamed = tool(base, name="search", timeout=2)
+    assert renamed.name == "search" and renamed.timeout == 2
+    assert renamed.parameters == base.parameters and renamed.description == "Search."
