@@ -130,7 +130,8 @@ class SSEParser:
     __slots__ = ("_decoder", "_buffer", "_held_cr")
 
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # "utf-8-sig" drops a byte-order mark at the start of the stream, as the spec asks.
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
         self._buffer = ""
         self._held_cr = False
 

@@ -50,13 +50,18 @@ class OpenAIProvider:
         max_retries: int = 3,
         timeout: float | httpx.Timeout | None = None,
         tool_choice: str | dict[str, Any] = "auto",
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         """``tool_choice`` is sent whenever tools are allowed: ``"auto"`` (default),
         ``"required"`` or ``{"type": "function", "function": {"name": ...}}`` to make
-        small local models call a tool; the forced final answer always sends ``"none"``."""
+        small local models call a tool; the forced final answer always sends ``"none"``.
+        ``extra_body`` is merged into every request body, for server-specific fields
+        (``{"parallel_tool_calls": True}`` for llama.cpp's llama-server, vLLM's
+        ``chat_template_kwargs``, ...)."""
         env = os.environ if env is None else env
         self.model = model
         self.tool_choice = tool_choice
+        self.extra_body = dict(extra_body or {})
         self.base_url = (base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         key = api_key or env.get("OPENAI_API_KEY")
         if not model:
@@ -117,6 +122,7 @@ class OpenAIProvider:
         if request.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        body.update(self.extra_body)
         body.update(request.extra)
         return body
 

@@ -65,6 +65,11 @@ def test_sse_framing_any_newline_any_split(newline: str, size: int) -> None:
     ]
 
 
+def test_sse_byte_order_mark_is_dropped() -> None:
+    events = _feed_all(SSEParser(), b"\xef\xbb\xbfdata: x\n\n", 2)
+    assert events == [SSEEvent("", "x")]
+
+
 def test_sse_last_event_without_blank_line_is_kept() -> None:
     parser = SSEParser()
     assert parser.feed(b'data: {"x": 1}\n') == []
@@ -274,6 +279,14 @@ async def test_connection_refused_is_retried_then_clear_error() -> None:
         await http.post_json("/api/chat", {})
     assert info.value.error_type == "connection_error"
     assert "could not connect" in info.value.message and "after 2 retries" in info.value.message
+
+
+async def test_200_that_is_not_json(wire_server: WireServer) -> None:
+    wire_server.add(Reply(200, b"<html>proxy login</html>", headers={"content-type": "text/html"}))
+    with pytest.raises(ProviderError) as info:
+        await _session(wire_server).post_json("/x", {})
+    assert info.value.error_type == "malformed_response"
+    assert "proxy login" in info.value.message
 
 
 async def test_error_body_is_read_when_streaming(wire_server: WireServer) -> None:

@@ -376,6 +376,20 @@ async def test_env_base_url_and_no_auth_header_without_key(wire_server: WireServ
     assert wire_server.requests[0].path == "/v1/chat/completions"
 
 
+async def test_extra_body_and_tool_choice_options(wire_server: WireServer) -> None:
+    calls = Calls()
+    wire_server.add(call_stream(("call_1", "add", '{"a":1,"b":1}')), text_stream("Two."))
+    provider = OpenAIProvider(
+        "local", base_url=wire_server.url, env={}, tool_choice="required",
+        extra_body={"parallel_tool_calls": True},
+    )  # fmt: skip
+    result = await Agent(provider, tools=[calls.tool], max_rounds=1).run("1+1")
+    assert result.output == "Two."
+    first, final = wire_server.bodies()
+    assert first["tool_choice"] == "required" and first["parallel_tool_calls"] is True
+    assert final["tool_choice"] == "none"  # the forced final answer always says none
+
+
 def test_official_api_gets_max_completion_tokens() -> None:
     from nbagent.messages import Message
     from nbagent.providers import ModelRequest
