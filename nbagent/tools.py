@@ -45,7 +45,7 @@ class Tool:
 
         if isinstance(fn, Tool):  # decorated twice, or a Tool re-wrapped with new options
             fn = fn.fn
-        self.fn = fn
+        self.fn: Callable[..., Any] = fn
         self.name = name or _function_name(fn)
         schema = function_schema(fn, name=self.name)
         self.description = description or schema.description
