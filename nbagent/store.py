@@ -159,6 +159,16 @@ class Store:
                 self._db.close()
                 self._db = None
 
+    def __del__(self) -> None:
+        # A forgotten Store must not leave its connection to the garbage collector
+        # (which warns about it in newer Pythons).
+        db = getattr(self, "_db", None)
+        if db is not None:
+            try:
+                db.close()
+            except Exception:
+                pass
+
     def __enter__(self) -> Store:
         return self
 

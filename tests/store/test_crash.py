@@ -72,11 +72,10 @@ def test_kill_9_during_round_3_keeps_rounds_1_and_2(tmp_path: Path, db_path: Pat
             assert time.monotonic() < deadline, "round 3 never started"
             time.sleep(0.02)
         os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
     finally:
         if child.poll() is None:
             child.kill()
-        child.wait()
+        child.communicate(timeout=30)  # reaps it and closes the pipes
     assert child.returncode == -signal.SIGKILL
 
     # Reopen the file as a new kernel would.
