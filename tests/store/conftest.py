@@ -99,6 +99,14 @@ class OpenAIServer:
                 body = json.loads(self.rfile.read(length))
                 server.requests.append(body)
                 server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                if self.path == "/api/chat":  # Ollama's native API, NDJSON when streamed
+                    answer = server.script(body)
+                    if body.get("stream", True):
+                        self._send(200, "application/x-ndjson", server.ndjson(body, answer))
+                    else:
+                        reply = json.dumps(server.ollama_reply(body, answer, done=True))
+                        self._send(200, "application/json", reply.encode())
+                    return
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, "application/json", b'{"error": {"message": "not found"}}')
                     return
@@ -124,7 +132,8 @@ class OpenAIServer:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         host, port = self._server.server_address[:2]
-        self.url = f"http://{host!s}:{port}/v1"
+        self.root = f"http://{host!s}:{port}"
+        self.url = self.root + "/v1"
 
     def close(self) -> None:
         self._server.shutdown()
@@ -158,6 +167,28 @@ class OpenAIServer:
             ],
             "usage": {"prompt_tokens": 20 * len(body["messages"]), "completion_tokens": 7},
         }
+
+    def ollama_reply(self, body: dict[str, Any], answer: Answer, *, done: bool) -> dict[str, Any]:
+        """One /api/chat object; Ollama sends tool calls without ids, arguments as objects."""
+        message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+        if answer.calls:
+            message["tool_calls"] = [
+                {"function": {"name": name, "arguments": args}} for name, args in answer.calls
+            ]
+        reply: dict[str, Any] = {"model": body["model"], "message": message, "done": done}
+        if done:
+            reply.update(done_reason="stop", prompt_eval_count=42, eval_count=7)
+        return reply
+
+    def ndjson(self, body: dict[str, Any], answer: Answer) -> bytes:
+        lines = [
+            self.ollama_reply(body, Answer(answer.text[i : i + 5]), done=False)
+            for i in range(0, len(answer.text), 5)
+        ]
+        if answer.calls:
+            lines.append(self.ollama_reply(body, Answer("", answer.calls), done=False))
+        lines.append(self.ollama_reply(body, Answer(""), done=True))
+        return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
     def sse(self, body: dict[str, Any], answer: Answer) -> str:
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -140,6 +140,36 @@ def test_ids_invented_for_calls_do_not_break_replay(
     assert replayed.output == live.output == "The weather: sunny in Oslo, 21 C."
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_ollama_ndjson_run_replays(
+    tmp_path: Path, openai_server: OpenAIServer, stream: bool
+) -> None:
+    """Another adapter and framing (NDJSON, calls without ids) through the same transports."""
+    recording = tmp_path / "ollama.jsonl"
+    live = Agent(
+        "ollama:llama3",
+        base_url=openai_server.root,
+        tools=[weather],
+        record=recording,
+        stream=stream,
+    ).run_sync("What is the weather in Lima?")
+    assert live.output == "The weather: sunny in Lima, 21 C."
+    assert re.fullmatch(r"call_[0-9a-f]{16}", live.rounds[0].calls[0].id)
+    if stream:
+        first = json.loads(recording.read_text().splitlines()[0])
+        assert first["response"]["body"].endswith('"eval_count": 7}\n')
+    openai_server.close()
+    replayed = Agent(
+        "ollama:llama3",
+        base_url=NOWHERE.removesuffix("/v1"),
+        tools=[weather],
+        replay=recording,
+        stream=stream,
+    ).run_sync("What is the weather in Lima?")
+    assert replayed.output == live.output
+    assert replayed.usage == live.usage
+
+
 def test_gzip_responses_are_recorded_as_text(tmp_path: Path, openai_server: OpenAIServer) -> None:
     openai_server.gzip = True
     recording = tmp_path / "run.jsonl"
