@@ -10,7 +10,7 @@ with trailing-space padding and pings, Ollama NDJSON lines) repeated to about
 * ``parser``: nbagent's SSEParser / NDJSONParser plus ``json.loads`` of every payload;
 * ``session``: the whole ``HttpSession.stream_sse`` / ``stream_ndjson`` path over an
   in-memory httpx transport (async iteration, error checks included);
-* ``adapter`` (OpenAI, Ollama): provider events out of ``provider.stream``;
+* ``adapter`` (OpenAI, Anthropic, Ollama): provider events out of ``provider.stream``;
 * ``baseline``: the naive loop, ``bytes.split`` + stdlib ``json.loads`` of each payload,
   no framing rules (ratio column: baseline time / parser time, > 1 = faster).
 
@@ -87,7 +87,13 @@ def anthropic_stream(size: int) -> bytes:
     block += [event("ping", {"type": "ping"}), event("content_block_stop",
               {"type": "content_block_stop", "index": 0}, pad=3)]  # fmt: skip
     unit = b"".join(block)
-    return unit * max(1, size // len(unit))
+    start = event("message_start", {"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": [],
+        "usage": {"input_tokens": 5, "output_tokens": 1}}})  # fmt: skip
+    end = event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 9}})  # fmt: skip
+    end += event("message_stop", {"type": "message_stop"})
+    return start + unit * max(1, size // len(unit)) + end
 
 
 def ndjson_stream(size: int) -> bytes:
@@ -173,10 +179,19 @@ async def session_ndjson(data: bytes) -> int:
 async def adapter(provider_cls: type, data: bytes, content_type: str) -> int:
     async with _client(data, content_type) as client:
         provider = provider_cls(
-            "bench", base_url="http://127.0.0.1:1/v1", http_client=client, env={}
+            "bench", base_url="http://127.0.0.1:1/v1", api_key="k", http_client=client, env={}
         )
         request = ModelRequest(system=None, messages=[Message("user", "x")], stream=True)
         return sum([1 async for _ in provider.stream(request)])
+
+
+def _anthropic() -> type | None:
+    """The Anthropic adapter (written alongside this one), when present."""
+    try:
+        from nbagent.providers.anthropic import AnthropicProvider
+    except ImportError:
+        return None
+    return AnthropicProvider
 
 
 def best_of(fn: Callable[[], Any], repeat: int) -> float:
@@ -219,6 +234,10 @@ def main() -> None:
         if name == "SSE OpenAI":
             adapter_time = best_of(
                 lambda d=data: adapter(OpenAIProvider, d, "text/event-stream"), args.repeat
+            )
+        elif name == "SSE Anthropic-like" and _anthropic() is not None:
+            adapter_time = best_of(
+                lambda d=data: adapter(_anthropic(), d, "text/event-stream"), args.repeat
             )
         elif name == "NDJSON Ollama":
             adapter_time = best_of(
