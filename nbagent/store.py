@@ -34,6 +34,7 @@ import sqlite3
 import threading
 import time
 import warnings
+from collections import ChainMap
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,8 +80,12 @@ class HistoryWarning(UserWarning):
 
 
 def history_path(env: Mapping[str, str] | None = None) -> Path | None:
-    """The default database path, or None when ``NBAGENT_HISTORY`` turns history off."""
-    env = os.environ if env is None else env
+    """The default database path, or None when ``NBAGENT_HISTORY`` turns history off.
+
+    ``env`` (an Agent's ``env=``) is consulted first, then the process environment:
+    an ``env=`` given to isolate keys must not move the history file by accident.
+    """
+    env = os.environ if env is None else ChainMap(dict(env), dict(os.environ))
     if env.get("NBAGENT_HISTORY", "").strip().lower() in _OFF:
         return None
     home = env.get("NBAGENT_HOME")
@@ -887,8 +892,11 @@ _SECRET_NAMES = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNOR
 def collect_secrets(
     options: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
 ) -> list[str]:
-    """Secret values an agent knows: its ``api_key`` option and key-like environment variables."""
-    env = os.environ if env is None else env
+    """Secret values an agent knows: its ``api_key`` option and key-like environment variables.
+
+    Both ``env`` and the process environment are searched: redacting more is harmless.
+    """
+    env = os.environ if env is None else ChainMap(dict(env), dict(os.environ))
     found = [str(v) for k, v in (options or {}).items() if "key" in k.lower() and v]
     found += [v for k, v in env.items() if _SECRET_NAMES.search(k) and v]
     # Short values ("1", "true") would redact ordinary text; real keys are long.

@@ -247,6 +247,15 @@ def test_store_none_and_history_off_write_nothing(
         Agent.resume("c_anything")
 
 
+def test_agent_env_keys_are_redacted_and_do_not_move_the_file(db_path: Path) -> None:
+    key = "env-only-key-" + "7" * 20
+    agent = Agent(ScriptedModel(), env={"OPENAI_API_KEY": key})
+    agent.run_sync(f"my key is {key}")
+    assert query(db_path, "SELECT content FROM messages WHERE role = 'user'") == [
+        ("my key is [redacted]",)
+    ]
+
+
 def test_explicit_store_path(tmp_path: Path, history_home: Path) -> None:
     path = tmp_path / "elsewhere" / "mine.db"
     agent = Agent(ScriptedModel(), store=path)
@@ -425,11 +434,14 @@ def test_writes_from_two_threads_share_one_store(db_path: Path) -> None:
     assert query(db_path, "SELECT count(*) FROM rounds") == [(40,)]
 
 
-def test_where_the_file_lives() -> None:
+def test_where_the_file_lives(history_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import platformdirs
 
     from nbagent.store import history_path
 
+    # An Agent's env= is read first, then the process environment (NBAGENT_HOME here).
+    assert history_path({"OPENAI_API_KEY": "x"}) == history_home / "history.db"
+    monkeypatch.delenv("NBAGENT_HOME")
     default = Path(platformdirs.user_data_dir("nbagent", appauthor=False)) / "history.db"
     assert history_path({}) == default
     assert history_path({"NBAGENT_HOME": "~/elsewhere"}) == (
