@@ -54,6 +54,7 @@ import json
 import logging
 import random
 import re
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -352,6 +353,7 @@ class HttpSession:
         else:
             self.timeout = httpx.Timeout(float(timeout))
         self._given_client = http_client
+        self._lock = threading.Lock()
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
             weakref.WeakKeyDictionary()
         )
@@ -368,8 +370,12 @@ class HttpSession:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None or client.is_closed:
-            client = httpx.AsyncClient(timeout=self.timeout)
-            self._clients[loop] = client
+            with self._lock:  # two loop threads may ask at once
+                # A client keeps its loop alive, so drop those of loops that are gone.
+                for old in [lp for lp in self._clients if lp.is_closed()]:
+                    del self._clients[old]
+                client = httpx.AsyncClient(timeout=self.timeout)
+                self._clients[loop] = client
         return client
 
     async def aclose(self) -> None:

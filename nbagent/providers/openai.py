@@ -153,6 +153,8 @@ class OpenAIProvider:
                 if chunk.get("usage"):
                     usage = _usage(chunk["usage"])
                 for choice in chunk.get("choices") or ():
+                    if choice.get("index", 0):
+                        continue  # only the first choice (n > 1 is never requested)
                     delta = choice.get("delta")
                     if delta:
                         text = delta.get("content")
