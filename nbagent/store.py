@@ -6,7 +6,7 @@ shared by every kernel on the machine::
 
     nbagent.history()                      # DataFrame of recent conversations
     agent = Agent.resume("c_3f2a")         # continue one after a kernel restart
-    Store().load("c_3f2a").to_markdown()   # or read it back
+    default_store().load("c_3f2a").to_markdown()   # or read it back
 
 How writes happen: an :class:`Agent` asks :meth:`Store.writer` for a
 :class:`RunWriter` per run. The writer saves the user message when the run
@@ -25,11 +25,9 @@ by ``[redacted]`` in everything written, and text that looks like a key is too.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
-import re
 import sqlite3
 import threading
 import time
@@ -40,9 +38,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._migrations import SCHEMA_VERSION, NewerSchemaError, migrate
+from ._store_rows import INTERRUPTED_NOTE, insert_message, insert_round, load_conversation
+from ._store_values import (
+    PREVIEW_CHARS,
+    REDACTED,
+    Scrubber,
+    collect_secrets,
+    preview_value,
+    scrub_optional,
+)
 from .errors import ConfigError
 from .events import Event, RoundFinished, RunFinished
-from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
+from .messages import Conversation, Message
 
 if TYPE_CHECKING:
     import pandas
@@ -51,23 +58,27 @@ if TYPE_CHECKING:
     from .providers.base import ModelRequest, Provider, ProviderEvent
 
 __all__ = [
+    "INTERRUPTED_NOTE",
+    "PREVIEW_CHARS",
+    "REDACTED",
     "SCHEMA_VERSION",
     "HistoryWarning",
     "RunWriter",
+    "Scrubber",
     "Store",
+    "collect_secrets",
     "default_store",
     "export_conversation",
     "history",
     "history_path",
+    "last_model",
+    "preview_value",
+    "resolve_store",
 ]
 
 logger = logging.getLogger("nbagent")
 
 FILENAME = "history.db"
-PREVIEW_CHARS = 4000
-"""Upper bound of the JSON preview stored for one returned value."""
-REDACTED = "[redacted]"
-INTERRUPTED_NOTE = "[run interrupted: the kernel stopped before it finished]"
 
 _OFF = {"0", "off", "false", "no", "none", "disabled"}
 
@@ -422,7 +433,8 @@ class Store:
         are all there.
         """
         full_id = self.resolve_id(conversation_id)
-        return _load(self, full_id)
+        loaded: Conversation = self._read(lambda db: load_conversation(db, full_id))
+        return loaded
 
     def delete(self, conversation_id: str) -> None:
         """Remove one conversation and everything in it."""
@@ -567,7 +579,7 @@ class RunWriter:
             message_row, written = self._write_start(db, message, now), 0
         rounds = message.rounds or []
         for position in range(written, min(count, len(rounds))):
-            _insert_round(db, self._scrub, message_row, position, rounds[position], now)
+            insert_round(db, self._scrub, message_row, position, rounds[position], now)
         if finished is not None:
             self._write_answer(db, message_row, message, finished, now)
         # Adopted by _save only once COMMIT succeeded.
@@ -590,7 +602,7 @@ class RunWriter:
             (
                 conversation.id,
                 _title(scrub(first_user)),
-                _scrub_optional(scrub, conversation.system),
+                scrub_optional(scrub, conversation.system),
                 message.model,
                 now,
                 now,
@@ -612,10 +624,10 @@ class RunWriter:
             (conversation.id, trusted),
         )
         for index in range(trusted, position):
-            _insert_message(
+            insert_message(
                 db, self._scrub, conversation.id, index, conversation.messages[index], now
             )
-        return _insert_message(
+        return insert_message(
             db, self._scrub, conversation.id, position, message, now, finished=False
         )
 
@@ -676,312 +688,6 @@ class _CheckpointingProvider:
         await self.inner.aclose()
 
 
-# -- rows --------------------------------------------------------------------------------
-
-
-def _insert_message(
-    db: sqlite3.Connection,
-    scrub: Scrubber,
-    conversation_id: str,
-    position: int,
-    message: Message,
-    now: float,
-    *,
-    finished: bool = True,
-) -> int:
-    usage = message.usage
-    cursor = db.execute(
-        """
-        INSERT INTO messages (conversation_id, position, role, content, model, stop_reason,
-          input_tokens, output_tokens, provider_data, created_at, finished_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        """,
-        (
-            conversation_id,
-            position,
-            message.role,
-            scrub.text(message.content) if finished else "",
-            message.model,
-            message.stop_reason if finished else None,
-            usage.input_tokens if usage and finished else None,
-            usage.output_tokens if usage and finished else None,
-            scrub.json(message.provider_data) if finished else None,
-            now,
-            now if finished else None,
-        ),
-    )
-    row = cursor.lastrowid
-    assert row is not None
-    if finished:
-        for index, tool_round in enumerate(message.rounds or []):
-            _insert_round(db, scrub, row, index, tool_round, now)
-    return row
-
-
-def _insert_round(
-    db: sqlite3.Connection,
-    scrub: Scrubber,
-    message_row: int,
-    position: int,
-    tool_round: ToolRound,
-    now: float,
-) -> None:
-    cursor = db.execute(
-        """
-        INSERT INTO rounds (message_id, position, assistant_text, input_tokens, output_tokens,
-          duration_s, provider_data, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-        """,
-        (
-            message_row,
-            position,
-            _scrub_optional(scrub.text, tool_round.assistant_text),
-            tool_round.usage.input_tokens,
-            tool_round.usage.output_tokens,
-            tool_round.duration_s,
-            scrub.json(tool_round.provider_data),
-            now,
-        ),
-    )
-    round_row = cursor.lastrowid
-    by_id = {r.call_id: r for r in tool_round.results}
-    for index, call in enumerate(tool_round.calls):
-        cursor = db.execute(
-            """
-            INSERT INTO tool_calls (round_id, position, call_id, name, arguments, raw_arguments,
-              provider_data)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """,
-            (
-                round_row,
-                index,
-                call.id,
-                call.name,
-                scrub.json(call.arguments) or "{}",
-                _scrub_optional(scrub.text, call.raw_arguments),
-                scrub.json(call.provider_data),
-            ),
-        )
-        result = by_id.get(call.id)
-        if result is None and index < len(tool_round.results):
-            result = tool_round.results[index]
-        if result is None:
-            continue  # cannot happen for a finished round (history invariant)
-        value_type, preview = preview_value(result.value) if result.ok else (None, None)
-        db.execute(
-            """
-            INSERT INTO tool_results (tool_call_id, ok, content, error, traceback, approval,
-              duration_s, truncated, value_type, preview)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            (
-                cursor.lastrowid,
-                int(result.ok),
-                scrub.text(result.content),
-                _scrub_optional(scrub.text, result.error),
-                _scrub_optional(scrub.text, result.traceback),
-                result.approval,
-                result.duration_s,
-                int(result.truncated),
-                value_type,
-                _scrub_optional(scrub.text, preview),
-            ),
-        )
-
-
-def _load(store: Store, conversation_id: str) -> Conversation:
-    def work(db: sqlite3.Connection) -> Conversation:
-        system = db.execute(
-            "SELECT system FROM conversations WHERE id = ?", (conversation_id,)
-        ).fetchone()[0]
-        messages: dict[int, Message] = {}
-        for row in db.execute(
-            """
-            SELECT id, role, content, model, stop_reason, input_tokens, output_tokens,
-              provider_data, finished_at
-            FROM messages WHERE conversation_id = ? ORDER BY position
-            """,
-            (conversation_id,),
-        ):
-            row_id, role, content, model, stop_reason, tokens_in, tokens_out, data, done = row
-            message = Message(role=role, content=content, model=model, stop_reason=stop_reason)
-            if tokens_in is not None:
-                message.usage = Usage(tokens_in, tokens_out or 0)
-            message.provider_data = _json_or_none(data)
-            if role == "assistant":
-                message.rounds = []
-                if done is None:
-                    message.content = content or INTERRUPTED_NOTE
-                    message.stop_reason = "interrupted"
-            messages[row_id] = message
-        rounds: dict[int, ToolRound] = {}
-        for row in db.execute(
-            """
-            SELECT r.id, r.message_id, r.assistant_text, r.input_tokens, r.output_tokens,
-              r.duration_s, r.provider_data
-            FROM rounds r JOIN messages m ON r.message_id = m.id
-            WHERE m.conversation_id = ? ORDER BY m.position, r.position
-            """,
-            (conversation_id,),
-        ):
-            row_id, message_row, text, tokens_in, tokens_out, duration, data = row
-            tool_round = ToolRound(
-                text, [], [], Usage(tokens_in, tokens_out), duration, _json_or_none(data)
-            )
-            rounds[row_id] = tool_round
-            owner = messages[message_row]
-            owner.rounds = (owner.rounds or []) + [tool_round]
-        for row in db.execute(
-            """
-            SELECT t.round_id, t.call_id, t.name, t.arguments, t.raw_arguments, t.provider_data,
-              s.ok, s.content, s.error, s.traceback, s.approval, s.duration_s, s.truncated
-            FROM tool_calls t JOIN rounds r ON t.round_id = r.id
-              JOIN messages m ON r.message_id = m.id
-              LEFT JOIN tool_results s ON s.tool_call_id = t.id
-            WHERE m.conversation_id = ? ORDER BY m.position, r.position, t.position
-            """,
-            (conversation_id,),
-        ):
-            round_row, call_id, name, arguments, raw, data = row[:6]
-            ok, content, error, traceback, approval, duration, truncated = row[6:]
-            tool_round = rounds[round_row]
-            tool_round.calls.append(
-                ToolCall(call_id, name, json.loads(arguments), raw, _json_or_none(data))
-            )
-            if ok is None:  # no result row: keep the history invariant all the same
-                error = "not run: the result was not saved"
-                ok, content, duration, truncated = 0, f"Error: {error}", 0.0, 0
-            tool_round.results.append(
-                ToolResult(
-                    call_id,
-                    name,
-                    bool(ok),
-                    content,
-                    error,
-                    duration,
-                    bool(truncated),
-                    traceback,
-                    approval,
-                )  # fmt: skip
-            )
-        for message in messages.values():
-            if message.role == "assistant" and message.usage is None and message.rounds:
-                total = Usage()
-                for tool_round in message.rounds:
-                    total = total + tool_round.usage
-                message.usage = total
-        return Conversation(id=conversation_id, system=system, messages=list(messages.values()))
-
-    result: Conversation = store._read(work)
-    return result
-
-
-# -- secrets ---------------------------------------------------------------------------------
-
-# Shapes of common API keys and bearer tokens. Only applied to free text (prompts,
-# answers, tool output), never to opaque provider data such as signatures.
-_KEY_PATTERNS = re.compile(
-    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"
-    r"|\bAIza[0-9A-Za-z_\-]{30,}"
-    r"|\b(?:ghp|gho|ghu|ghs|github_pat|xox[abp]|hf)_[A-Za-z0-9_]{16,}"
-    r"|(?i:\bbearer\s+)[A-Za-z0-9._\-]{16,}"
-)
-_SECRET_NAMES = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
-
-
-def collect_secrets(
-    options: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
-) -> list[str]:
-    """Secret values an agent knows: its ``api_key`` option and key-like environment variables.
-
-    Both ``env`` and the process environment are searched: redacting more is harmless.
-    """
-    env = os.environ if env is None else ChainMap(dict(env), dict(os.environ))
-    found = [str(v) for k, v in (options or {}).items() if "key" in k.lower() and v]
-    found += [v for k, v in env.items() if _SECRET_NAMES.search(k) and v]
-    # Short values ("1", "true") would redact ordinary text; real keys are long.
-    return sorted({s for s in found if len(s) >= 8}, key=len, reverse=True)
-
-
-class Scrubber:
-    """Replaces known secret values (and key-shaped text) by ``[redacted]``."""
-
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self.secrets = sorted({s for s in secrets if len(s) >= 8}, key=len, reverse=True)
-
-    def exact(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
-
-    def text(self, text: str) -> str:
-        return _KEY_PATTERNS.sub(REDACTED, self.exact(text))
-
-    def json(self, value: Any) -> str | None:
-        """``value`` as JSON with known secrets removed (None stays None)."""
-        if value is None:
-            return None
-        return self.exact(json.dumps(value, ensure_ascii=False, default=str))
-
-
-def _scrub_optional(scrub: Callable[[str], str], text: str | None) -> str | None:
-    return None if text is None else scrub(text)
-
-
-# -- previews of returned values ----------------------------------------------------------
-
-
-def preview_value(value: Any, limit: int = PREVIEW_CHARS) -> tuple[str | None, str | None]:
-    """A bounded JSON preview of a tool's live return value, and its type name.
-
-    DataFrames keep shape, dtypes and their first rows; text and containers are cut
-    to ``limit`` characters. Never raises: an object that cannot be previewed gets
-    its type only.
-    """
-    if value is None:
-        return None, None
-    kind = type(value)
-    type_name = kind.__qualname__
-    if kind.__module__ != "builtins":
-        type_name = f"{kind.__module__}.{type_name}"
-    try:
-        data = _preview_data(value, limit)
-        text = json.dumps(data, ensure_ascii=False, default=str)
-    except Exception as error:  # a user object's repr or export failed
-        text = json.dumps({"error": f"no preview: {type(error).__name__}"})
-    if len(text) > limit:
-        text = json.dumps({"truncated": text[: limit - 40]}, ensure_ascii=False)[: limit + 40]
-    return type_name, text
-
-
-def _preview_data(value: Any, limit: int) -> Any:
-    module = type(value).__module__.split(".")[0]
-    if module == "pandas" and hasattr(value, "head") and hasattr(value, "shape"):
-        head = value.head(5)
-        frame = head.to_frame() if getattr(head, "ndim", 2) == 1 else head
-        return {
-            "shape": list(value.shape),
-            "columns": [str(c) for c in frame.columns],
-            "dtypes": [str(t) for t in frame.dtypes],
-            "head": json.loads(
-                frame.to_json(orient="values", date_format="iso", default_handler=str)
-            ),
-        }
-    if isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, str):
-        return value[:limit]
-    if isinstance(value, (list, tuple, dict, set)):
-        text = json.dumps(
-            list(value) if isinstance(value, (set, tuple)) else value,
-            ensure_ascii=False,
-            default=str,
-        )
-        return json.loads(text) if len(text) <= limit else {"text": text[:limit]}
-    return {"repr": repr(value)[:limit]}
-
-
 # -- small helpers -------------------------------------------------------------------------
 
 
@@ -1013,7 +719,3 @@ def _index_of(messages: list[Message], message: Message) -> int:
         if messages[index] is message:
             return index
     raise ValueError("message is not part of the conversation")
-
-
-def _json_or_none(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
