@@ -193,7 +193,11 @@ class CellRun:
     def _handle(self, item: Any) -> None:
         if isinstance(item, _ApprovalRequest):
             self._refresh(force=True)
-            item.answer.set_result(self._ask(item))
+            decision = self._ask(item)
+            try:
+                item.answer.set_result(decision)
+            except concurrent.futures.InvalidStateError:
+                pass  # the run was cancelled while we asked; nobody waits for the answer
         elif item is not _TICK:
             self._dirty = self.transcript.feed(item) or self._dirty
         self._refresh()

@@ -171,8 +171,9 @@ def _interrupt_when(kernel: Kernel, code: str, ready: Any) -> tuple[float, list[
             kernel.km.interrupt_kernel()
 
     reply, messages = kernel.execute(code, on_message=watch)
-    assert interrupted_at, "the run ended before the interrupt"
-    assert reply["content"]["status"] == "ok"  # the magic catches the interrupt
+    assert interrupted_at, ("the run ended before the interrupt", [m["content"] for m in messages])
+    # the magic catches the interrupt
+    assert reply["content"]["status"] == "ok", (reply["content"], [m["content"] for m in messages])
     return messages[-1]["received"] - interrupted_at[0], messages
 
 
@@ -292,7 +293,7 @@ def test_interrupt_while_asking_for_approval(kernel: Kernel) -> None:
     reply, messages = kernel.execute(
         "%%agent\ndelete the file", allow_stdin=True, stdin_answer="<interrupt>"
     )
-    assert reply["content"]["status"] == "ok"
+    assert reply["content"]["status"] == "ok", reply["content"]
     assert [m["msg_type"] for m in messages].count("input_request") == 1
     facts = HtmlFacts(last_html(messages))
     assert "stopped: cancelled" in facts.text
