@@ -79,7 +79,8 @@ CSS = """
 .nbagent-out .nba-ok{color:var(--jp-success-color1,#388e3c)}
 .nbagent-out .nba-err{color:var(--jp-error-color1,#d32f2f)}
 .nbagent-out .nba-error{border-left:3px solid var(--jp-error-color1,#d32f2f);
- background:var(--jp-error-color3,rgba(211,47,47,.08));padding:4px 8px;margin:4px 0}
+ background:rgba(211,47,47,.12);padding:4px 8px;margin:4px 0;
+ background:color-mix(in srgb,var(--jp-error-color1,#d32f2f) 12%,transparent)}
 .nbagent-out .nba-approval{display:inline-block;font-size:85%;padding:0 6px;border-radius:8px;
  border:1px solid var(--jp-border-color1,rgba(127,127,127,.5));margin-left:6px}
 .nbagent-out .nba-note{color:var(--jp-ui-font-color2,#888);font-size:85%}
