@@ -201,12 +201,14 @@ def _call_html(call: ToolCall, result: ToolResult | None, *, max_rows: int) -> s
             '<span class="nba-ok">ok</span>' if result.ok else '<span class="nba-err">error</span>'
         )
         mark += f' <span class="nba-note">{_duration(result.duration_s)}</span>'
-        body = render_result_body_html(result, max_rows=max_rows)
+        body = '<div class="nba-note">result</div>' + render_result_body_html(
+            result, max_rows=max_rows
+        )
     return (
         '<div class="nba-call">'
         f'<div class="nba-call-head">{_e(call.name)} {mark}{_approval_badge(result)}</div>'
         f'<div class="nba-note">arguments</div><pre>{_e(_pretty_arguments(call))}</pre>'
-        f'<div class="nba-note">result</div>{body}'
+        f"{body}"
         "</div>"
     )
 
