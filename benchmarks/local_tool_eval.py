@@ -38,17 +38,33 @@ from nbagent.tools import Tool
 
 # -- the tools a notebook user would plausibly write -----------------------------
 
-CAPITALS = {"france": "Paris", "japan": "Tokyo", "kenya": "Nairobi", "peru": "Lima",
-            "canada": "Ottawa", "egypt": "Cairo", "norway": "Oslo", "india": "New Delhi"}
+CAPITALS = {
+    "france": "Paris",
+    "japan": "Tokyo",
+    "kenya": "Nairobi",
+    "peru": "Lima",
+    "canada": "Ottawa",
+    "egypt": "Cairo",
+    "norway": "Oslo",
+    "india": "New Delhi",
+}
 
-SALES = pd.DataFrame({
-    "region": ["north", "south", "east", "west", "north", "south", "east", "west"],
-    "quarter": ["Q1", "Q1", "Q1", "Q1", "Q2", "Q2", "Q2", "Q2"],
-    "revenue": [120.0, 95.5, 143.2, 88.0, 131.0, 101.3, 150.9, 92.4],
-})
+SALES = pd.DataFrame(
+    {
+        "region": ["north", "south", "east", "west", "north", "south", "east", "west"],
+        "quarter": ["Q1", "Q1", "Q1", "Q1", "Q2", "Q2", "Q2", "Q2"],
+        "revenue": [120.0, 95.5, 143.2, 88.0, 131.0, 101.3, 150.9, 92.4],
+    }
+)
 
-FACTORS = {("km", "mi"): 0.621371, ("mi", "km"): 1.609344, ("kg", "lb"): 2.204623,
-           ("lb", "kg"): 0.453592, ("m", "ft"): 3.280840, ("ft", "m"): 0.3048}
+FACTORS = {
+    ("km", "mi"): 0.621371,
+    ("mi", "km"): 1.609344,
+    ("kg", "lb"): 2.204623,
+    ("lb", "kg"): 0.453592,
+    ("m", "ft"): 3.280840,
+    ("ft", "m"): 0.3048,
+}
 
 
 @tool
@@ -142,20 +158,36 @@ CASES = [
     Case("What's the sum of 88 and 12?", "add", {"a": 88, "b": 12}),
     Case("Compute 700 + 45.", "add", {"a": 700, "b": 45}),
     Case("What is the total revenue of the north region?", "total_revenue", {"region": "north"}),
-    Case("How much revenue did the east region make in total?", "total_revenue",
-         {"region": "east"}),
+    Case(
+        "How much revenue did the east region make in total?", "total_revenue", {"region": "east"}
+    ),
     Case("Sum the sales revenue for the west region.", "total_revenue", {"region": "west"}),
     Case("Total revenue for south?", "total_revenue", {"region": "south"}),
-    Case("Convert 10 km to miles.", "convert_units",
-         {"value": 10, "from_unit": "km", "to_unit": "mi"}),
-    Case("How many pounds is 3 kg?", "convert_units",
-         {"value": 3, "from_unit": "kg", "to_unit": "lb"}),
-    Case("Convert 26.2 mi to km.", "convert_units",
-         {"value": 26.2, "from_unit": "mi", "to_unit": "km"}),
-    Case("How many feet are in 100 m?", "convert_units",
-         {"value": 100, "from_unit": "m", "to_unit": "ft"}),
-    Case("Convert 150 lb to kg please.", "convert_units",
-         {"value": 150, "from_unit": "lb", "to_unit": "kg"}),
+    Case(
+        "Convert 10 km to miles.",
+        "convert_units",
+        {"value": 10, "from_unit": "km", "to_unit": "mi"},
+    ),
+    Case(
+        "How many pounds is 3 kg?",
+        "convert_units",
+        {"value": 3, "from_unit": "kg", "to_unit": "lb"},
+    ),
+    Case(
+        "Convert 26.2 mi to km.",
+        "convert_units",
+        {"value": 26.2, "from_unit": "mi", "to_unit": "km"},
+    ),
+    Case(
+        "How many feet are in 100 m?",
+        "convert_units",
+        {"value": 100, "from_unit": "m", "to_unit": "ft"},
+    ),
+    Case(
+        "Convert 150 lb to kg please.",
+        "convert_units",
+        {"value": 150, "from_unit": "lb", "to_unit": "kg"},
+    ),
     Case("What's the weather in Berlin?", "get_weather", {"city": "Berlin"}),
     Case("Is it raining in London right now?", "get_weather", {"city": "London"}),
     Case("Weather forecast for Tokyo today?", "get_weather", {"city": "Tokyo"}),
@@ -253,8 +285,11 @@ async def evaluate(model: str, verbose: bool) -> dict[str, Any]:
         rows.append(row)
         if verbose:
             mark = "ok " if row["tool_ok"] and (case.tool is None or row["args_ok"]) else "BAD"
-            print(f"{mark} {seconds:5.2f}s {case.prompt!r:55} -> {row['got']} {row['args']} "
-                  f"{row['text'][:50]!r}", file=sys.stderr)
+            print(
+                f"{mark} {seconds:5.2f}s {case.prompt!r:55} -> {row['got']} {row['args']} "
+                f"{row['text'][:50]!r}",
+                file=sys.stderr,
+            )
     tool_rows = [r for r in rows if r["want"]]
     plain_rows = [r for r in rows if not r["want"]]
     follow = [r for r in rows if "followup_text" in r]
@@ -268,11 +303,13 @@ async def evaluate(model: str, verbose: bool) -> dict[str, Any]:
         "correct_tool_pct": pct(sum(r["tool_ok"] for r in tool_rows), len(tool_rows)),
         "correct_args_pct": pct(sum(r["args_ok"] for r in tool_rows), len(tool_rows)),
         "wrong_call_pct": pct(sum(r["got"] is not None for r in plain_rows), len(plain_rows)),
-        "any_call_on_tool_prompt_pct": pct(sum(r["got"] is not None for r in tool_rows),
-                                           len(tool_rows)),
+        "any_call_on_tool_prompt_pct": pct(
+            sum(r["got"] is not None for r in tool_rows), len(tool_rows)
+        ),
         "followup_answers_in_text_pct": pct(sum(r["followup_text"] for r in follow), len(follow)),
-        "followup_uses_result_pct": pct(sum(r["followup_uses_result"] for r in follow),
-                                        len(follow)),
+        "followup_uses_result_pct": pct(
+            sum(r["followup_uses_result"] for r in follow), len(follow)
+        ),
         "median_round_s": round(statistics.median(round_seconds), 3),
         "model_load_s": round(load_s, 3),
         "rows": rows,

@@ -155,7 +155,14 @@ def test_history_expansion_shows_calls_results_and_final_instruction():
     )
     messages = chat_messages(request)
     assert messages[0] == {"role": "system", "content": "Be brief."}
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["role"] for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert messages[2]["content"] == 'Calling get_weather(city="Oslo").'
     assert "get_weather returned: Oslo: 18 C, light rain" in messages[3]["content"]
     assert messages[4]["content"].startswith("Trying.\n")
