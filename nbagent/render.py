@@ -344,7 +344,7 @@ def _round_markdown(tool_round: ToolRound, index: int) -> list[str]:
         result = by_id.get(call.id)
         status = "running" if result is None else ("ok" if result.ok else "error")
         approval = f" ({_md_inline(result.approval)})" if result and result.approval else ""
-        lines.append(f"- `{call.name}` → {status}{approval}")
+        lines.append(f"- **{_md_inline(call.name)}** → {status}{approval}")
         lines += ["", *_fence(_pretty_arguments(call), "json")]
         if result is not None:
             lines += _fence(result.content if result.ok else (result.error or result.content))

@@ -44,6 +44,8 @@ XSS = [
     "<a href='javascript:alert(1)'>x</a>",
     "<svg onload=alert(1)>",
     '"><script>alert(1)</script>',
+    "x`<img src=x onerror=alert(1)>`",
+    "```\n</pre><script>alert(1)</script>\n```",
 ]
 
 
@@ -166,8 +168,19 @@ def test_payload_inert_everywhere(payload: str) -> None:
     df_round = ToolRound(None, [ToolCall("c3", "t3", {})], [
         ToolResult("c3", "t3", True, payload, value=frame),
     ])
-    result = make_result([rnd, bad, df_round], payload)
+    # a model can invent tool names and argument keys, too
+    invented = ToolRound(payload, [ToolCall("c4", payload, {payload: payload})], [
+        ToolResult("c4", payload, False, payload, f"Unknown tool {payload!r}"),
+    ])
+    result = make_result([rnd, bad, df_round, invented], payload)
+    result.model = payload
     facts = assert_inert(render_result_html(result))
+    transcript = Transcript()
+    transcript.feed(Status(payload))
+    transcript.feed(TextDelta(payload, 0))
+    assert_inert(transcript.html())
+    transcript.feed(ToolCallStarted(invented.calls[0], 0))
+    assert_inert(transcript.html())
     # the payload is still visible to the human, as text
     visible = payload.replace("<!-- hidden comment --> ", "<!-- hidden comment --> ")
     assert visible.split("\n")[0][:12] in facts.text
