@@ -388,7 +388,15 @@ def render_result_text(result: RunResult) -> str:
         result.model, len(result.rounds), result.usage, result.elapsed_s, result.stop_reason
     )
     lines += ["", f"— {footer}"]
-    return "\n".join(lines)
+    return _terminal_safe("\n".join(lines))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _terminal_safe(text: str) -> str:
+    """Model text must not drive the terminal: escape sequences become visible marks."""
+    return _CONTROL.sub("\ufffd", text)
 
 
 def mime_bundle(html_text: str, markdown_text: str, plain_text: str) -> dict[str, str]:
@@ -526,7 +534,7 @@ class Transcript:
             lines += _round_text(pending, len(self.rounds))
         elif self.text_parts:
             lines.append(self.text)
-        return "\n".join(lines)
+        return _terminal_safe("\n".join(lines))
 
     def bundle(self) -> dict[str, str]:
         """The current mime bundle (HTML + Markdown + plain text)."""

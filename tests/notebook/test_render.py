@@ -281,3 +281,16 @@ def test_transcript_renders_each_finished_call_once() -> None:
     final = t.html()
     assert len(HtmlFacts(final).find("img")) == 1 and "plain text" in final
     assert image.draws == 1
+
+
+def test_plain_text_twin_cannot_drive_the_terminal() -> None:
+    hostile = "ok\x1b[2J\x1b]0;pwned\x07\rdone\x9b31m"
+    rnd = ToolRound(None, [ToolCall("c1", "t\x1b[31m", {"a": hostile})],
+                    [ToolResult("c1", "t", True, hostile)])
+    text = render_result_text(make_result([rnd], hostile))
+    assert "\x1b" not in text and "\x07" not in text and "\r" not in text
+    assert "\x9b" not in text
+    assert "ok\ufffd[2J" in text
+    t = Transcript()
+    t.feed(TextDelta(hostile, 0))
+    assert "\x1b" not in t.plain()
