@@ -194,11 +194,18 @@ class AgentMagics(Magics):
 
     def set_model(self, spec: Any) -> Agent:
         """Switch model, keeping the conversation (an Agent object is adopted whole)."""
-        if isinstance(spec, str) and spec.isidentifier() and spec in self._ns:
-            spec = self._ns[spec]
+        if isinstance(spec, str) and spec.isidentifier():
+            value = self._ns.get(spec)
+            if isinstance(value, Agent) or _is_provider(value):
+                spec = value  # else a model string such as "local" or "scripted"
         if isinstance(spec, Agent):
             self.agent = spec
             return spec
+        old = self.agent
+        if old is not None and (
+            spec == old.model if isinstance(spec, str) else spec is old._provider
+        ):
+            return old  # `-m` repeated in every cell: keep the provider (and a loaded model)
         if isinstance(spec, str):
             from .providers import split_model
 
@@ -211,7 +218,6 @@ class AgentMagics(Magics):
                 f"%agent model: expected a model string, an Agent or a provider, got "
                 f"{type(spec).__name__}."
             )
-        old = self.agent
         try:
             new = Agent(spec)
             new.provider  # noqa: B018 - build the adapter now: a missing key is reported here

@@ -459,3 +459,21 @@ def test_model_without_key_is_a_usage_error_and_keeps_the_current_model(
         shell.run_line_magic("agent", "model openai:gpt-4o-mini")
     run(shell, "", "hi")
     assert shell.user_ns["_agent"].output == "still here"
+
+
+def test_repeating_the_same_model_keeps_the_provider(shell: Any) -> None:
+    model = ScriptedModel(lambda r: "hi")
+    shell.user_ns["model"] = model
+    run(shell, "-m model", "one")
+    agent = current_agent()
+    run(shell, "-m model", "two")
+    assert current_agent() is agent and len(model.requests) == 2
+    run(shell, "-m scripted:x", "three")
+    provider = current_agent().provider
+    run(shell, "-m scripted:x", "four")
+    assert current_agent().provider is provider
+    assert len(current_agent().conversation.messages) == 8
+    # a notebook variable that is not a model does not shadow a model string
+    shell.user_ns["scripted"] = 42
+    run(shell, "-m scripted", "five")
+    assert current_agent().model == "scripted"
