@@ -232,7 +232,7 @@ class AgentMagics(Magics):
 
     # -- %%agent -----------------------------------------------------------------------
 
-    @magic_arguments()
+    @magic_arguments("%agent")  # usage line reads "%%agent [-m MODEL] ..."
     @argument("-m", "--model", help="model string, or a variable holding an Agent / provider")
     @argument("--tools", help="comma-separated tool names (default: every @tool)")
     @argument("--max-rounds", type=int, help="tool rounds before a forced final answer")
@@ -341,6 +341,8 @@ class AgentMagics(Magics):
         if handler is None:
             raise UsageError(f"%agent: unknown command {command!r}.\n{_LINE_HELP}")
         return handler(rest)
+
+    agent_line.__doc__ = "Settings and history of the notebook's agent.\n\n" + _LINE_HELP
 
     def _expect(self, command: str, rest: list[str], at_most: int) -> None:
         if len(rest) > at_most:
