@@ -365,7 +365,8 @@ class AgentMagics(Magics):
 
     def _cmd_tools(self, rest: list[str]) -> None:
         self._expect("tools", rest, 0)
-        tools = self.get_agent().tools
+        # No model needed just to list tools.
+        tools = self.agent.tools if self.agent is not None else dict(REGISTRY)
         if not tools:
             print("No tools. Decorate a function with @nbagent.tool to offer it to the model.")
         for name in sorted(tools):

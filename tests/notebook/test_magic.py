@@ -197,7 +197,9 @@ def test_model_and_tool_xss_is_inert_in_the_cell_output(shell: Any) -> None:
     assert "<script>alert(1)</script>" in facts.text  # shown as text
 
 
-def test_approval_headless_uses_policy(shell: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_approval_headless_uses_policy(
+    shell: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     ran: list[str] = []
 
     @tool(requires_approval=True)
@@ -205,6 +207,9 @@ def test_approval_headless_uses_policy(shell: Any, monkeypatch: pytest.MonkeyPat
         """Delete a file."""
         ran.append(path)
         return "deleted"
+
+    shell.run_line_magic("agent", "tools")
+    assert "delete [asks approval]: Delete a file." in capsys.readouterr().out
 
     def script(request: Any) -> Any:
         if request.round_index == 0:
