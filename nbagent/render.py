@@ -130,6 +130,14 @@ def _markdown() -> Any:
         md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
         md.enable(["table", "strikethrough"])
         md.validateLink = _validate_link  # type: ignore[method-assign]
+
+        def link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+            # A click must not navigate the notebook page away, nor hand it an opener.
+            tokens[idx].attrSet("target", "_blank")
+            tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
+            return str(renderer.renderToken(tokens, idx, options, env))
+
+        md.add_render_rule("link_open", link_open)
         _md = md
     return _md
 
