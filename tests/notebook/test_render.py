@@ -136,7 +136,8 @@ def test_final_answer_markdown_and_footer() -> None:
     result = make_result([], "# Title\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n**bold** [ok](https://x.org)")
     out = render_result_html(result)
     assert "<h1>Title</h1>" in out and "<td>1</td>" in out and "<strong>bold</strong>" in out
-    assert '<a href="https://x.org" target="_blank" rel="noopener noreferrer nofollow">ok</a>' in out
+    link = '<a href="https://x.org" target="_blank" rel="noopener noreferrer nofollow">ok</a>'
+    assert link in out
     facts = HtmlFacts(out)
     assert "scripted:test · 0 rounds · 150 tokens (120 in, 30 out) · 1.5 s" in facts.text
     assert "stopped" not in facts.text
