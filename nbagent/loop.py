@@ -182,7 +182,8 @@ class Run:
                 # The consumer went away (Stop button, KeyboardInterrupt, break).
                 self._stop("cancelled")
                 self._finish()
-        await self._task  # re-raise provider errors / ToolError after history is valid
+        if not self._task.cancelled():  # cancelled before its first step: nothing to raise
+            await self._task  # re-raise provider errors / ToolError after history is valid
 
     def cancel(self) -> None:
         """Stop the run as soon as possible with ``stop_reason="cancelled"``."""
@@ -201,6 +202,9 @@ class Run:
         self._emit(RunStarted(self.prompt, self.model_label, self.conversation.id))
         logger.info("run started: model=%s tools=%s", self.model_label, sorted(self.tools))
         self._task = asyncio.ensure_future(self._produce())
+        # A task cancelled before its first step never runs _produce's handlers; finishing
+        # (idempotent) when it ends guarantees the event stream still closes.
+        self._task.add_done_callback(lambda _task: self._finish())
 
     def _stop(self, reason: str) -> None:
         if self._stop_reason is None:

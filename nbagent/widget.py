@@ -176,10 +176,18 @@ class ChatWidget(widgets.VBox):
         self.status.add_class("nbagent-chat-status")
         self.new_chat_button = widgets.Button(description="New chat", tooltip="Start over")
         self.new_chat_button.add_class("nbagent-chat-new")
-        self.transcript = widgets.VBox(
-            layout=widgets.Layout(max_height=height, overflow="auto", width="100%")
-        )
+        self.transcript = widgets.VBox(layout=widgets.Layout(width="100%", flex="0 0 auto"))
         self.transcript.add_class("nbagent-chat-transcript")
+        # A column-reverse scroller starts scrolled to its bottom and stays there as
+        # turns grow (the browser anchors it), without any JavaScript.
+        scroller = widgets.Box(
+            [self.transcript],
+            layout=widgets.Layout(
+                display="flex", flex_flow="column-reverse", max_height=height,
+                overflow="auto", width="100%",
+            ),
+        )
+        scroller.add_class("nbagent-chat-scroller")
         self.approvals = widgets.VBox()
         self.approvals.add_class("nbagent-chat-approvals")
         self.input = widgets.Textarea(
@@ -208,7 +216,7 @@ class ChatWidget(widgets.VBox):
             [
                 widgets.HTML(_STYLE),
                 widgets.HBox([self.status, self.new_chat_button]),
-                self.transcript,
+                scroller,
                 self.approvals,
                 widgets.HBox(
                     [self.input, widgets.VBox([self.send_button, self.stop_button])],

@@ -45,7 +45,7 @@ def artifacts() -> Path:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        pytest.fail(f"{CHROMIUM} not found: install Debian's browser with `apt-get install -y chromium`")
+        pytest.fail(f"{CHROMIUM} not found: install it with `apt-get install -y chromium`")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -78,3 +78,122 @@ def watched_page(browser: Any) -> Iterator[PageWatch]:
     page.set_default_timeout(30_000)
     yield PageWatch(page)
     context.close()
+
+
+# --- a real JupyterLab server ---------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Lab:
+    """A running JupyterLab: its URL and the directory it serves."""
+
+    def __init__(self, url: str, root: Path, log: Path) -> None:
+        self.url = url
+        self.root = root
+        self.log = log
+
+    def notebook_url(self, name: str) -> str:
+        # ?reset: start from an empty workspace (no restored layout or dialogs).
+        return f"{self.url}/lab/tree/{name}?reset"
+
+    def api(self, method: str, path: str) -> Any:
+        import httpx
+
+        response = httpx.request(method, f"{self.url}{path}", timeout=10)
+        response.raise_for_status()
+        return response.json() if response.content else None
+
+
+@pytest.fixture(scope="session")
+def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab on 127.0.0.1, no token, temporary notebook/settings/workspace dirs.
+
+    News and update checks are off (no network, no popup over the notebook); the
+    kernel imports this checkout of nbagent through PYTHONPATH.
+    """
+    import json
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    base = tmp_path_factory.mktemp("jupyterlab")
+    root, settings, workspaces, config, runtime = (
+        base / name for name in ("notebooks", "settings", "workspaces", "config", "runtime")
+    )
+    for path in (root, settings, workspaces, config / "labconfig", runtime):
+        path.mkdir(parents=True)
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
+    )
+    notification = settings / "@jupyterlab" / "apputils-extension"
+    notification.mkdir(parents=True)
+    (notification / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+        JUPYTER_CONFIG_DIR=str(config),
+        JUPYTER_RUNTIME_DIR=str(runtime),
+        JUPYTER_PLATFORM_DIRS="1",
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
+    )
+    env.pop("NBAGENT_APPROVAL", None)
+    port = _free_port()
+    log = base / "jupyterlab.log"
+    command = [
+        sys.executable, "-m", "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={settings}",
+        f"--LabApp.workspaces_dir={workspaces}",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",  # never queries a package index
+    ]  # fmt: skip
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")  # CI containers run as root
+    with log.open("wb") as log_file:
+        server = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+    lab = Lab(f"http://127.0.0.1:{port}", root, log)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {server.returncode}:\n{log.read_text()}")
+            try:
+                if httpx.get(f"{lab.url}/api/status", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not start in 120 s:\n{log.read_text()}")
+            time.sleep(0.5)
+        yield lab
+    finally:
+        # Kernels run in their own process groups: shut them down through the API.
+        try:
+            for kernel in lab.api("GET", "/api/kernels") or []:
+                lab.api("DELETE", f"/api/kernels/{kernel['id']}")
+        except Exception:
+            pass
+        server.terminate()
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)

@@ -176,10 +176,8 @@ def test_panels_collapsed_then_open_with_table_and_image(
     page = load(watched_page, result_html, "jupyterlab-light")
     panels = page.locator("details.nba-round")
     assert panels.count() == 2
-    assert page.evaluate("[...document.querySelectorAll('details.nba-round')].map(d => d.open)") == [
-        False,
-        False,
-    ]
+    opened = "[...document.querySelectorAll('details.nba-round')].map(d => d.open)"
+    assert page.evaluate(opened) == [False, False]
     first = panels.nth(0)
     assert "Round 1" in first.locator(":scope > summary").inner_text()
     assert "cities, fetch_page" in first.locator(":scope > summary").inner_text()

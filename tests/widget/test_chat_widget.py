@@ -167,12 +167,13 @@ async def test_stop_button_during_a_slow_tool(wait_until) -> None:
 
 
 async def test_stop_before_the_run_starts() -> None:
-    model = ScriptedModel(["never shown", "works"], delay=0.01)
+    model = ScriptedModel(["works"], delay=0.01)
     chat = ChatWidget(Agent(model, tools=[]))
     task = chat.submit("hi")
     chat.stop()  # the task has not run a single step yet
     result = await asyncio.wait_for(task, 1.0)
     assert result is not None and result.stop_reason == "cancelled"
+    assert model.requests == []  # the model was never asked
     assert (await chat.submit("again")).output == "works"
 
 
@@ -279,6 +280,7 @@ async def test_submit_while_busy_is_refused(wait_until) -> None:
     model = ScriptedModel(["a " * 200], delay=0.01)
     chat = ChatWidget(Agent(model, tools=[]))
     task = chat.submit("one")
+    await wait_until(lambda: "a a" in transcript_html(chat))
     with pytest.raises(RuntimeError, match="still answering"):
         chat.submit("two")
     # The send key while busy keeps the text in the box.
