@@ -273,7 +273,7 @@ async def evaluate(model: str, verbose: bool) -> dict[str, Any]:
         # Second round: feed the real result back; the model should now answer in text.
         if call is not None and call.name in by_name:
             try:
-                value = by_name[call.name].func(**call.arguments)
+                value = by_name[call.name].fn(**call.arguments)
                 result = ToolResult(call.id, call.name, True, str(value))
             except Exception as exc:  # a wrong unit pair, for instance
                 result = ToolResult(call.id, call.name, False, f"Error: {exc}", str(exc))
@@ -282,6 +282,7 @@ async def evaluate(model: str, verbose: bool) -> dict[str, Any]:
             row["followup_text"] = bool(text2.strip()) and not calls2
             row["followup_uses_result"] = result.ok and key_fact(result.content) in text2
             row["followup_seconds"] = seconds2
+            row["followup"] = (text2 or str(calls2))[:160]
         rows.append(row)
         if verbose:
             mark = "ok " if row["tool_ok"] and (case.tool is None or row["args_ok"]) else "BAD"

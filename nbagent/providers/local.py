@@ -322,6 +322,14 @@ def arguments_grammar(spec: ToolSpec) -> str:
     # One optional space between tokens: with the default rule (any run of spaces and
     # newlines) a small greedy model can pad with whitespace until the token limit.
     converter._rules["space"] = '" "?'
+    # Strings: no raw control characters (JSON forbids them; the stock rule allows
+    # them) and no braces. A small model tends to "close" its call inside a string
+    # (`"France}}`) and then runs on until the token limit; without braces in
+    # strings it closes the quote instead. Tool arguments rarely need braces.
+    converter._rules["char"] = (
+        '[^"\\\\{}\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" '
+        "[0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])"
+    )
     schema = dict(spec.parameters or {})
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
@@ -432,15 +440,17 @@ class LocalProvider:
         ) -> Iterator[str]:
             """Generate under ``grammar``; yields text pieces, stops between tokens on cancel."""
             usage.input_tokens += prompt_tokens
-            pieces = model.create_completion(
-                prompt,
-                max_tokens=limit,
-                temperature=temperature,
-                repeat_penalty=1.1,
-                grammar=LlamaGrammar.from_string(grammar, verbose=False) if grammar else None,
-                stream=True,
+            options: dict[str, Any] = {
+                "max_tokens": limit,
+                "temperature": temperature,
+                # A repeat penalty keeps free text from looping, but inside a JSON
+                # call it penalises the quotes and braces the call must repeat
+                # (strings then never close), so it applies to answers only.
+                "repeat_penalty": 1.0 if grammar else 1.1,
                 **request.extra,
-            )
+            }
+            grammar_obj = LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
+            pieces = model.create_completion(prompt, grammar=grammar_obj, stream=True, **options)
             try:
                 for chunk in pieces:
                     if stop.is_set():
