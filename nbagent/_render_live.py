@@ -229,5 +229,5 @@ class CellRun:
             return
         self.handle.update(self.transcript.bundle(), raw=True)
         self.updates += 1
-        self._last = now
+        self._last = time.monotonic()  # from the send, so sends are >= interval apart
         self._dirty = False
