@@ -71,3 +71,12 @@ def load_ipython_extension(ipython: Any) -> None:
     from .magic import register
 
     register(ipython)
+
+
+def __getattr__(name: str) -> Any:
+    # ``nbagent.ChatWidget`` imports ipywidgets only when first used.
+    if name == "ChatWidget":
+        from .widget import ChatWidget
+
+        return ChatWidget
+    raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
