@@ -54,6 +54,48 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+_CONTRAST_JS = """
+(el) => {
+  // Any CSS color (rgb(), color-mix(), color(srgb ...)) -> [r, g, b, alpha] by painting it.
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 1;
+  const ctx = canvas.getContext('2d', { willReadFrequently: true });
+  const parse = (c) => {
+    ctx.clearRect(0, 0, 1, 1);
+    ctx.fillStyle = c;
+    ctx.fillRect(0, 0, 1, 1);
+    const [r, g, b, a] = ctx.getImageData(0, 0, 1, 1).data;
+    return [r, g, b, a / 255];
+  };
+  const over = (top, bottom) => [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3]));
+  const chain = [];
+  for (let e = el; e; e = e.parentElement) chain.push(getComputedStyle(e).backgroundColor);
+  let bg = [255, 255, 255];
+  for (const c of chain.reverse()) bg = over(parse(c), bg);
+  const fg = over(parse(getComputedStyle(el).color), bg);
+  const lum = (rgb) => {
+    const [r, g, b] = rgb.map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+  return (hi + 0.05) / (lo + 0.05);
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def contrast() -> Any:
+    """``contrast(locator)``: WCAG contrast of the element's text over its painted background."""
+
+    def measure(locator: Any) -> float:
+        return float(locator.evaluate(_CONTRAST_JS))
+
+    return measure
+
+
 class PageWatch:
     """A page plus what it did behind our back: dialogs opened, page errors, requests."""
 

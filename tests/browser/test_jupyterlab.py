@@ -16,9 +16,8 @@ import pytest
 SETUP = r'''
 import pandas as pd
 import nbagent.magic
-from nbagent import Agent, tool
+from nbagent import Agent, ChatWidget, tool
 from nbagent.testing import ScriptedModel, call, reply
-from nbagent.widget import ChatWidget
 
 %load_ext nbagent
 
@@ -71,6 +70,12 @@ magic_model = ScriptedModel(script, chunk_size=4, delay=0.01)
 nbagent.magic.use(Agent(magic_model, tools=[city_table, fetch_page]))
 '''
 
+SHIFT_CHAT = r'''
+echo = ChatWidget(Agent(ScriptedModel(lambda r: "echo: " + r.prompt), tools=[]),
+                  send_on="shift-enter")
+echo
+'''
+
 
 @pytest.fixture(scope="module")
 def notebook(jupyterlab: Any) -> str:
@@ -81,6 +86,7 @@ def notebook(jupyterlab: Any) -> str:
         nbformat.v4.new_code_cell(SETUP.strip()),
         nbformat.v4.new_code_cell(MAGIC_SETUP.strip()),
         nbformat.v4.new_code_cell(MAGIC),
+        nbformat.v4.new_code_cell(SHIFT_CHAT.strip()),
     ]
     nbformat.write(nb, jupyterlab.root / "chat.ipynb")
     return "chat.ipynb"
@@ -95,7 +101,8 @@ class Notebook:
         self.errors: list[str] = []
         page.on("dialog", self._dialog)
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        self.chat = page.locator(".nbagent-chat")
+        self.cells = page.locator(".jp-Notebook .jp-Cell")
+        self.chat = self.cells.nth(0).locator(".nbagent-chat")
         self.textarea = self.chat.locator(".nbagent-chat-input textarea")
         self.status = self.chat.locator(".nbagent-chat-status")
         self.turns = self.chat.locator(".nbagent-turn")
@@ -118,6 +125,7 @@ class Notebook:
         assert self.page.evaluate("typeof window.__pwned") == "undefined"
         assert self.dialogs == []
         assert self.page.locator(".nbagent-out script, .nbagent-turn script").count() == 0
+        assert self.page.locator(".nbagent-out [onerror], .nbagent-turn [onerror]").count() == 0
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +143,7 @@ def lab(browser: Any, jupyterlab: Any, notebook: str, artifacts: Path) -> Any:
     page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
     nb.chat.wait_for(timeout=120_000)
     nb.status.wait_for()
+    nb.cells.nth(3).locator(".nbagent-chat").wait_for(timeout=120_000)
     yield nb
     page.screenshot(path=str(artifacts / "lab-final.png"))
     context.close()
@@ -264,8 +273,7 @@ def test_new_chat_button_clears_the_transcript(lab: Notebook) -> None:
 
 
 def test_agent_magic_cell_panels(lab: Notebook, artifacts: Path) -> None:
-    page = lab.page
-    cell = page.locator(".jp-Notebook .jp-Cell").nth(2)
+    cell = lab.cells.nth(2)
     output = cell.locator(".jp-OutputArea-output .nbagent-out")
     output.locator(".nba-answer", has_text="12 rows").wait_for(timeout=60_000)
     panel = output.locator("details.nba-round")
@@ -277,3 +285,48 @@ def test_agent_magic_cell_panels(lab: Notebook, artifacts: Path) -> None:
     cell.scroll_into_view_if_needed()
     cell.screenshot(path=str(artifacts / "lab-magic-panel.png"))
     lab.assert_nothing_ran()
+
+
+def test_send_on_shift_enter_reverses_the_keys(lab: Notebook, artifacts: Path) -> None:
+    page = lab.page
+    echo = lab.cells.nth(3).locator(".nbagent-chat")
+    echo.scroll_into_view_if_needed()
+    area = echo.locator(".nbagent-chat-input textarea")
+    area.click()
+    page.keyboard.type("first")
+    page.keyboard.press("Enter")  # a newline in this mode
+    page.keyboard.type("second")
+    assert area.input_value() == "first\nsecond"
+    page.keyboard.press("Shift+Enter")  # sends (and does not run the cell)
+    answer = echo.locator(".nbagent-turn .nba-answer")
+    answer.wait_for(timeout=30_000)
+    assert answer.inner_text().strip() == "echo: first second"  # Markdown soft break
+    assert echo.locator(".nbagent-user").inner_text().endswith("first\nsecond")
+    assert area.input_value() == ""
+    assert echo.locator(".nbagent-turn").count() == 1
+
+
+def test_dark_theme_keeps_the_chat_readable(lab: Notebook, artifacts: Path, contrast: Any) -> None:
+    page = lab.page
+    page.locator(".lm-MenuBar-itemLabel").get_by_text("Settings", exact=True).click()
+    page.locator(".lm-Menu-itemLabel").get_by_text("Theme", exact=True).click()
+    page.locator(".lm-Menu-itemLabel").get_by_text("JupyterLab Dark", exact=True).click()
+    page.wait_for_function(
+        "document.body.dataset.jpThemeLight === 'false'", timeout=30_000
+    )
+    page.wait_for_timeout(500)  # theme stylesheet applied
+    turn = lab.turns.nth(0)
+    turn.locator("details.nba-round > summary").click()
+    low = {}
+    for selector in (".nbagent-user", ".nba-answer p", "details.nba-round > summary",
+                     "table.nba-table td", ".nba-body pre"):
+        element = turn.locator(selector).first
+        ratio = contrast(element)
+        if ratio < 4.5:
+            low[selector] = round(ratio, 2)
+    for selector in (".nbagent-chat-status", ".nbagent-chat-input textarea"):
+        ratio = contrast(lab.chat.locator(selector))
+        if ratio < 4.5:
+            low[selector] = round(ratio, 2)
+    lab.chat.screenshot(path=str(artifacts / "lab-chat-dark.png"))
+    assert low == {}, f"too little contrast in JupyterLab Dark: {low}"

@@ -85,37 +85,6 @@ THEMES = {
     "bare-dark": ("", "#1e1e1e; color: #d4d4d4"),
 }
 
-CONTRAST_JS = """
-(el) => {
-  // Any CSS color (rgb(), color-mix(), color(srgb ...)) -> [r, g, b, alpha] by painting it.
-  const canvas = document.createElement('canvas');
-  canvas.width = canvas.height = 1;
-  const ctx = canvas.getContext('2d', { willReadFrequently: true });
-  const parse = (c) => {
-    ctx.clearRect(0, 0, 1, 1);
-    ctx.fillStyle = c;
-    ctx.fillRect(0, 0, 1, 1);
-    const [r, g, b, a] = ctx.getImageData(0, 0, 1, 1).data;
-    return [r, g, b, a / 255];
-  };
-  const over = (top, bottom) => [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3]));
-  const chain = [];
-  for (let e = el; e; e = e.parentElement) chain.push(getComputedStyle(e).backgroundColor);
-  let bg = [255, 255, 255];
-  for (const c of chain.reverse()) bg = over(parse(c), bg);
-  const fg = over(parse(getComputedStyle(el).color), bg);
-  const lum = (rgb) => {
-    const [r, g, b] = rgb.map((v) => {
-      v /= 255;
-      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
-    });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
-  return (hi + 0.05) / (lo + 0.05);
-}
-"""
-
 
 @pytest.fixture(scope="module")
 def result_html() -> str:
@@ -219,7 +188,7 @@ def test_panels_collapsed_then_open_with_table_and_image(
 
 @pytest.mark.parametrize("theme", list(THEMES))
 def test_readable_in_light_and_dark(
-    watched_page: Any, result_html: str, artifacts: Path, theme: str
+    watched_page: Any, result_html: str, artifacts: Path, theme: str, contrast: Any
 ) -> None:
     page = load(watched_page, result_html, theme)
     for summary in page.locator("details.nba-round > summary").all():
@@ -239,7 +208,7 @@ def test_readable_in_light_and_dark(
     for selector, minimum in checks.items():
         elements = page.locator(selector)
         assert elements.count() > 0, selector
-        ratio = min(elements.nth(i).evaluate(CONTRAST_JS) for i in range(elements.count()))
+        ratio = min(contrast(elements.nth(i)) for i in range(elements.count()))
         if ratio < minimum:
             low[selector] = round(ratio, 2)
     page.screenshot(path=str(artifacts / f"panels-{theme}.png"), full_page=True)
