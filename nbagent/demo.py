@@ -41,8 +41,9 @@ def find_notebook(name: str = QUICKSTART) -> Path:
     )
 
 
-def check_requirements() -> None:
-    missing = sorted({m for m in NEEDS if importlib.util.find_spec(m) is None})
+def check_requirements(model: str = "local") -> None:
+    needed = [m for m in NEEDS if NEEDS[m] == "notebook" or model.startswith("local")]
+    missing = sorted({m for m in needed if importlib.util.find_spec(m) is None})
     if missing:
         extras = ",".join(sorted({NEEDS[m] for m in missing}))
         raise ConfigError(
@@ -133,7 +134,7 @@ def run_demo(
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
 
-    check_requirements()
+    check_requirements(model)
     path = notebook or find_notebook()
     if not path.is_file():
         raise ConfigError(f"no notebook at {path}")
