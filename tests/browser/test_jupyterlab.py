@@ -108,6 +108,9 @@ class Notebook:
         self.turns = self.chat.locator(".nbagent-turn")
 
     def _dialog(self, dialog: Any) -> None:
+        if dialog.type == "beforeunload":  # JupyterLab's own "leave page?" on reload
+            dialog.accept()
+            return
         self.dialogs.append(f"{dialog.type}: {dialog.message}")
         dialog.dismiss()
 
@@ -330,3 +333,34 @@ def test_dark_theme_keeps_the_chat_readable(lab: Notebook, artifacts: Path, cont
             low[selector] = round(ratio, 2)
     lab.chat.screenshot(path=str(artifacts / "lab-chat-dark.png"))
     assert low == {}, f"too little contrast in JupyterLab Dark: {low}"
+
+
+def test_magic_output_survives_save_and_reload(
+    lab: Notebook, jupyterlab: Any, notebook: str, artifacts: Path
+) -> None:
+    page = lab.page
+    lab.cells.nth(1).click()  # command mode on a cell, not inside a widget's text area
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    html = ""
+    for _ in range(300):  # the file on disk, once JupyterLab has written it
+        saved = nbformat.read(jupyterlab.root / notebook, as_version=4)
+        html = "".join(o.get("data", {}).get("text/html", "") for o in saved.cells[2].outputs)
+        if html:
+            break
+        page.wait_for_timeout(100)
+    assert 'class="nba-round"' in html and "12 rows" in html
+    assert any("text/markdown" in o.get("data", {}) for o in saved.cells[2].outputs)
+
+    page.reload(wait_until="domcontentloaded")
+    page.locator(".jp-Notebook").wait_for()
+    output = lab.cells.nth(2).locator(".jp-OutputArea-output .nbagent-out")
+    output.locator(".nba-answer", has_text="12 rows").wait_for(timeout=60_000)
+    panel = output.locator("details.nba-round")
+    assert panel.evaluate("d => d.open") is False
+    panel.locator(":scope > summary").click()
+    assert panel.locator("table.nba-table tbody tr").count() == 10
+    page.wait_for_timeout(300)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert lab.dialogs == []
+    lab.cells.nth(2).screenshot(path=str(artifacts / "lab-magic-after-reload.png"))
