@@ -267,7 +267,11 @@ def chat_messages(request: ModelRequest, extra_system: str | None = None) -> lis
         system = system.rstrip() + "\n\n" + extra_system
     out: list[dict[str, str]] = [{"role": "system", "content": system}]
     for message in request.messages:
-        out.extend(_expand(message))
+        for turn in _expand(message):
+            if turn["role"] == "user":
+                _append_user(out, turn["content"])  # results join the question's turn
+            else:
+                out.append(turn)
     # An in-progress assistant message ("" content) has just been expanded into its rounds.
     if request.final_instruction:
         _append_user(out, request.final_instruction)
@@ -282,16 +286,19 @@ def _expand(message: Message) -> Iterator[dict[str, str]]:
         }
         return
     for tool_round in message.rounds or []:
-        # The call is shown in words, not in <tool_call> form: a small model that sees
-        # its own call markup in the history copies it into the answer.
+        # Calls and results go into a user turn, in words: a small model that sees an
+        # assistant turn with a call (markup or prose) copies it as its answer.
         text = (tool_round.assistant_text or "").strip()
-        calls = ", ".join(_call_words(c) for c in tool_round.calls)
-        yield {"role": "assistant", "content": (text + "\n" if text else "") + f"Calling {calls}."}
-        results = [
-            f"{r.name} returned: {r.content}" if r.ok else f"{r.name} failed: {r.content}"
-            for r in tool_round.results
-        ]
-        yield {"role": "user", "content": "\n".join(results) + "\nAnswer using this result."}
+        if text:
+            yield {"role": "assistant", "content": text}
+        by_id = {r.call_id: r for r in tool_round.results}
+        lines = []
+        for call in tool_round.calls:
+            result = by_id.get(call.id)
+            outcome = "no result" if result is None else result.content
+            verb = "returned" if result is not None and result.ok else "failed"
+            lines.append(f"{_call_words(call)} {verb}: {outcome}")
+        yield {"role": "user", "content": "\n".join(lines) + "\nAnswer using this result."}
     if message.content:
         yield {"role": "assistant", "content": message.content}
 

@@ -155,19 +155,16 @@ def test_history_expansion_shows_calls_results_and_final_instruction():
     )
     messages = chat_messages(request)
     assert messages[0] == {"role": "system", "content": "Be brief."}
-    assert [m["role"] for m in messages] == [
-        "system",
-        "user",
-        "assistant",
-        "user",
-        "assistant",
-        "user",
-    ]
-    assert messages[2]["content"] == 'Calling get_weather(city="Oslo").'
-    assert "get_weather returned: Oslo: 18 C, light rain" in messages[3]["content"]
-    assert messages[4]["content"].startswith("Trying.\n")
-    assert "multiply failed: Error: boom" in messages[5]["content"]
-    assert messages[5]["content"].endswith("Answer now.")
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    # The first round's call and result join the question's turn, in words.
+    assert messages[1]["content"] == (
+        "Weather in Oslo?\n\n"
+        'get_weather(city="Oslo") returned: Oslo: 18 C, light rain\nAnswer using this result.'
+    )
+    assert messages[2]["content"] == "Trying."
+    assert messages[3]["content"] == (
+        "multiply(a=1, b=2) failed: Error: boom\nAnswer using this result.\n\nAnswer now."
+    )
 
 
 async def test_prompt_too_long_for_the_context_is_a_clear_error():
