@@ -297,6 +297,9 @@ class ChatWidget(widgets.VBox):
         # touches the widgets: _is_current() is false once the task is detached.
         self.stop()
         self.task = None
+        if self._flush_handle is not None:  # a pending redraw of the dropped turn
+            self._flush_handle.cancel()
+            self._flush_handle = None
         self._clear_approvals()
         self.agent.reset()
         self.turns = []
