@@ -168,10 +168,11 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     import httpx
 
     base = tmp_path_factory.mktemp("jupyterlab")
-    root, settings, workspaces, config, runtime = (
-        base / name for name in ("notebooks", "settings", "workspaces", "config", "runtime")
+    root, settings, workspaces, config, runtime, data, ipython = (
+        base / name
+        for name in ("notebooks", "settings", "workspaces", "config", "runtime", "data", "ipython")
     )
-    for path in (root, settings, workspaces, config / "labconfig", runtime):
+    for path in (root, settings, workspaces, config / "labconfig", runtime, data, ipython):
         path.mkdir(parents=True)
     (config / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
@@ -186,6 +187,8 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
         JUPYTER_CONFIG_DIR=str(config),
         JUPYTER_RUNTIME_DIR=str(runtime),
+        JUPYTER_DATA_DIR=str(data),  # notebook trust database, no user kernelspecs
+        IPYTHONDIR=str(ipython),  # no user startup files in the kernel
         JUPYTER_PLATFORM_DIRS="1",
         PYDEVD_DISABLE_FILE_VALIDATION="1",
     )
