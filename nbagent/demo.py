@@ -183,12 +183,15 @@ def run_demo(
     started = time.perf_counter()
     progress.start("starting the kernel")
     error: str | None = None
-    try:
-        client.execute()
-    except CellExecutionError as exc:
-        error = str(exc)
-    finally:
-        progress.finish()
+    # The kernel's own stderr (jupyter_client warnings, llama.cpp messages) goes to a
+    # log next to the outputs instead of cluttering the transcript.
+    with open(out_dir / "kernel.log", "w", encoding="utf-8") as kernel_log:
+        try:
+            client.execute(stderr=kernel_log)
+        except CellExecutionError as exc:
+            error = str(exc)
+        finally:
+            progress.finish()
     total = time.perf_counter() - started
 
     executed = out_dir / path.name

@@ -401,7 +401,10 @@ class LocalProvider:
         stop = threading.Event()
 
         def put(kind: str, value: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+            except RuntimeError:  # the event loop has closed: nobody is listening any more
+                stop.set()
 
         def work() -> None:
             try:
