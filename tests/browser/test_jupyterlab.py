@@ -42,7 +42,9 @@ def delete_file(path: str) -> str:
 def script(request):
     prompt = request.prompt
     if "slow" in prompt:
-        return "lorem ipsum " * 3000  # 36,000 characters: minutes at this speed
+        # 36,000 characters (minutes at this speed), with a payload in the live text.
+        payload = '<img src=x onerror="window.__pwned = 6"> '
+        return "lorem ipsum " * 5 + payload + "lorem ipsum " * 3000
     if "delete" in prompt:
         if request.round_index == 0:
             return reply(calls=[call("delete_file", path="/tmp/report.csv")])
@@ -213,7 +215,10 @@ def test_stop_during_a_slow_stream(lab: Notebook, artifacts: Path) -> None:
     lab.textarea.fill("please be slow")
     lab.textarea.press("Enter")
     turn = lab.turns.nth(before)
-    turn.locator(".nba-stream", has_text="lorem ipsum lorem ipsum").wait_for(timeout=30_000)
+    stream = turn.locator(".nba-stream", has_text="onerror")
+    stream.wait_for(timeout=30_000)  # the live (not yet final) rendering is escaped too
+    assert '<img src=x onerror="window.__pwned = 6">' in stream.inner_text()
+    lab.assert_nothing_ran()
     assert lab.button("send").is_disabled() and lab.button("stop").is_enabled()
     # The generation is a task on the kernel's loop: the kernel itself is idle.
     assert page.get_by_text("| Idle").count() >= 1
@@ -231,6 +236,7 @@ def test_stop_during_a_slow_stream(lab: Notebook, artifacts: Path) -> None:
     partial = turn.locator(".nba-answer").inner_text()
     assert partial.startswith("lorem ipsum") and "[run cancelled]" in partial
     assert len(partial) < len("lorem ipsum " * 3000)
+    lab.assert_nothing_ran()
     assert lab.button("send").is_enabled() and lab.button("stop").is_disabled()
     # The transcript scrolls with the conversation: the newest footer is in view.
     scroller = lab.chat.locator(".nbagent-chat-scroller").bounding_box()
