@@ -110,8 +110,10 @@ def main() -> None:
     )
     rate_ok = throttled["min_gap_ms"] >= 100
     cpu_ok = throttled["render_share"] < 0.05
-    print(f"<= 1 update per 100 ms: {'OK' if rate_ok else 'MISSED'}; "
-          f"render CPU < 5% of stream: {'OK' if cpu_ok else 'MISSED'}")
+    print(
+        f"<= 1 update per 100 ms: {'OK' if rate_ok else 'MISSED'}; "
+        f"render CPU < 5% of stream: {'OK' if cpu_ok else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

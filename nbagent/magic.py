@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UPDATE_INTERVAL", "AgentMagics", "CellRun", "current_agent", "register", "use"]
 
+
 def register(ipython: Any) -> AgentMagics:
     """Register ``%%agent`` / ``%agent`` on ``ipython`` (idempotent) and return the magics."""
     existing = ipython.magics_manager.registry.get("AgentMagics")
@@ -149,8 +150,10 @@ def _supports_updates(shell: Any) -> bool:
 
 
 def _is_provider(value: Any) -> bool:
-    return callable(getattr(value, "stream", None)) and hasattr(value, "name") and not isinstance(
-        value, (str, Agent)
+    return (
+        callable(getattr(value, "stream", None))
+        and hasattr(value, "name")
+        and not isinstance(value, (str, Agent))
     )
 
 

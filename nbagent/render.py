@@ -186,8 +186,7 @@ def render_result_body_html(result: ToolResult, *, max_rows: int = 10) -> str:
         parts.append(f'<div class="nba-error"><strong>Error:</strong> {_e(result.error or "")}')
         if result.traceback:
             parts.append(
-                "<details><summary>Traceback</summary>"
-                f"<pre>{_e(result.traceback)}</pre></details>"
+                f"<details><summary>Traceback</summary><pre>{_e(result.traceback)}</pre></details>"
             )
         parts.append("</div>")
     return "".join(parts)
@@ -308,8 +307,7 @@ def render_result_html(
 ) -> str:
     """The final, static HTML of a run: round panels, the answer, a footer."""
     parts = [
-        render_round_html(r, i, max_rows=max_rows, cache=cache)
-        for i, r in enumerate(result.rounds)
+        render_round_html(r, i, max_rows=max_rows, cache=cache) for i, r in enumerate(result.rounds)
     ]
     parts.append(f'<div class="nba-answer">{render_markdown(result.output)}</div>')
     footer = _e(
@@ -509,7 +507,10 @@ class Transcript:
         if pending is not None:
             parts.append(
                 render_round_html(
-                    pending, len(self.rounds), max_rows=self.max_rows, open=True,
+                    pending,
+                    len(self.rounds),
+                    max_rows=self.max_rows,
+                    open=True,
                     cache=self._calls_html,
                 )
             )

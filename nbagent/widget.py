@@ -62,11 +62,11 @@ _KEY_SCRIPT = """
     event.stopPropagation();
     if (!sends) { return; }
     event.preventDefault();
-    area.value = area.value + '%s';
+    area.value = area.value + '__SENTINEL__';
     area.dispatchEvent(new Event('input', { bubbles: true }));
   }, true);
 })();
-""" % SEND_SENTINEL  # noqa: UP031 (the script is full of braces)
+""".replace("__SENTINEL__", SEND_SENTINEL)
 
 _STYLE = """
 <style>
@@ -183,8 +183,11 @@ class ChatWidget(widgets.VBox):
         scroller = widgets.Box(
             [self.transcript],
             layout=widgets.Layout(
-                display="flex", flex_flow="column-reverse", max_height=height,
-                overflow="auto", width="100%",
+                display="flex",
+                flex_flow="column-reverse",
+                max_height=height,
+                overflow="auto",
+                width="100%",
             ),
         )
         scroller.add_class("nbagent-chat-scroller")
@@ -362,9 +365,7 @@ class ChatWidget(widgets.VBox):
             return
         if self._flush_handle is None:
             delay = UPDATE_INTERVAL - (now - self._last_flush)
-            self._flush_handle = asyncio.get_running_loop().call_later(
-                delay, self._flush, turn
-            )
+            self._flush_handle = asyncio.get_running_loop().call_later(delay, self._flush, turn)
 
     def _flush(self, turn: _Turn) -> None:
         if self._flush_handle is not None:

@@ -25,3 +25,11 @@ def _private_history_and_no_keys(
     monkeypatch.setenv("NBAGENT_HOME", str(tmp_path_factory.mktemp("nbagent-home")))
     for name in _KEY_VARS:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Playwright's sync API keeps an event loop running in the main thread while its
+    # session-scoped browser lives; async tests collected after it would then fail to
+    # start their own loop. Run the browser tests last.
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)

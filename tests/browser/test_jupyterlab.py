@@ -64,26 +64,29 @@ chat = ChatWidget(Agent(model, tools=[city_table, fetch_page, delete_file]))
 chat
 '''
 
-MAGIC = r'''%%agent
-How warm are the cities?'''
+MAGIC = r"""%%agent
+How warm are the cities?"""
 
-MAGIC_SETUP = r'''
+MAGIC_SETUP = r"""
 magic_model = ScriptedModel(script, chunk_size=4, delay=0.01)
 nbagent.magic.use(Agent(magic_model, tools=[city_table, fetch_page]))
-'''
+"""
 
-SHIFT_CHAT = r'''
+SHIFT_CHAT = r"""
 echo = ChatWidget(Agent(ScriptedModel(lambda r: "echo: " + r.prompt), tools=[]),
                   send_on="shift-enter")
 echo
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def notebook(jupyterlab: Any) -> str:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
     nb.cells = [
         nbformat.v4.new_code_cell(SETUP.strip()),
         nbformat.v4.new_code_cell(MAGIC_SETUP.strip()),
@@ -202,8 +205,8 @@ def test_shift_enter_is_a_newline_and_send_button_sends(lab: Notebook) -> None:
 
     lab.button("send").click()
     lab.turns.nth(before).locator(".nba-answer", has_text="12 rows").wait_for(timeout=30_000)
-    assert lab.turns.nth(before).locator(".nbagent-user").inner_text().endswith(
-        "line one\nline two"
+    assert (
+        lab.turns.nth(before).locator(".nbagent-user").inner_text().endswith("line one\nline two")
     )
     lab.wait_status("Ready")
     assert lab.textarea.input_value() == ""
@@ -242,9 +245,10 @@ def test_stop_during_a_slow_stream(lab: Notebook, artifacts: Path) -> None:
     scroller = lab.chat.locator(".nbagent-chat-scroller").bounding_box()
     box = footer.bounding_box()
     assert scroller is not None and box is not None
-    assert scroller["y"] <= box["y"] and box["y"] + box["height"] <= scroller["y"] + scroller[
-        "height"
-    ] + 1
+    assert (
+        scroller["y"] <= box["y"]
+        and box["y"] + box["height"] <= scroller["y"] + scroller["height"] + 1
+    )
     lab.chat.screenshot(path=str(artifacts / "lab-chat-stopped.png"))
 
 
@@ -262,9 +266,7 @@ def test_approve_button_runs_the_tool(lab: Notebook, artifacts: Path) -> None:
 
     row.locator("button", has_text="Approve").click()
     turn = lab.turns.nth(before)
-    turn.locator(".nba-answer", has_text="Result: deleted /tmp/report.csv").wait_for(
-        timeout=30_000
-    )
+    turn.locator(".nba-answer", has_text="Result: deleted /tmp/report.csv").wait_for(timeout=30_000)
     assert row.count() == 0
     assert "approved by user" in turn.locator("details.nba-round").text_content()
     lab.assert_nothing_ran()
@@ -320,15 +322,18 @@ def test_dark_theme_keeps_the_chat_readable(lab: Notebook, artifacts: Path, cont
     page.locator(".lm-MenuBar-itemLabel").get_by_text("Settings", exact=True).click()
     page.locator(".lm-Menu-itemLabel").get_by_text("Theme", exact=True).click()
     page.locator(".lm-Menu-itemLabel").get_by_text("JupyterLab Dark", exact=True).click()
-    page.wait_for_function(
-        "document.body.dataset.jpThemeLight === 'false'", timeout=30_000
-    )
+    page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
     page.wait_for_timeout(500)  # theme stylesheet applied
     turn = lab.turns.nth(0)
     turn.locator("details.nba-round > summary").click()
     low = {}
-    for selector in (".nbagent-user", ".nba-answer p", "details.nba-round > summary",
-                     "table.nba-table td", ".nba-body pre"):
+    for selector in (
+        ".nbagent-user",
+        ".nba-answer p",
+        "details.nba-round > summary",
+        "table.nba-table td",
+        ".nba-body pre",
+    ):
         element = turn.locator(selector).first
         ratio = contrast(element)
         if ratio < 4.5:

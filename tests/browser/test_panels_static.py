@@ -24,7 +24,7 @@ PRE_TEXT = 'Looking... <img src=x onerror="window.__pwned=1"> <!-- model comment
 ANSWER = (
     "Here is **the answer**.\n\n"
     "<script>window.__pwned=2</script>\n\n"
-    "[click me](javascript:window.__pwned=3) and <a href=\"javascript:window.__pwned=4\">x</a>\n\n"
+    '[click me](javascript:window.__pwned=3) and <a href="javascript:window.__pwned=4">x</a>\n\n'
     '<img src=x onerror="alert(5)"> <!-- answer comment --> <svg onload="window.__pwned=6">'
 )
 PAGE_TEXT = '<script>window.__pwned=7</script><!-- tool comment --><b onmouseover="alert(8)">b</b>'

@@ -100,10 +100,22 @@ class _ChatCompletions(BaseHTTPRequestHandler):
              "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
             for d in chunks
         ]  # fmt: skip
-        events.append({"id": "chatcmpl-1", "object": "chat.completion.chunk", "usage": None,
-                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-        events.append({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
-                       "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}})
+        events.append(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "usage": None,
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            }
+        )
+        events.append(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "choices": [],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
+            }
+        )
         payload = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
         data = payload.encode()
         self.send_response(200)

@@ -209,9 +209,7 @@ def test_interrupt_during_slow_tool(kernel: Kernel) -> None:
 
 
 def test_approval_prompt_through_stdin(kernel: Kernel) -> None:
-    reply, messages = kernel.execute(
-        "%%agent\ndelete the file", allow_stdin=True, stdin_answer="y"
-    )
+    reply, messages = kernel.execute("%%agent\ndelete the file", allow_stdin=True, stdin_answer="y")
     prompts = [m["content"]["prompt"] for m in messages if m["msg_type"] == "input_request"]
     assert prompts == ['nbagent: allow delete(path="/tmp/x")? [y/N] ']
     facts = HtmlFacts(last_html(messages))

@@ -339,8 +339,9 @@ def test_terminal_ipython_prints_only_the_final_text(
     assert out.count(("streamed " * 50).strip()) == 1 and out.count("— scripted · 0 rounds") == 1
 
 
-def test_line_magic_commands(shell: Any, add_tool: Any, tmp_path: Any,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_line_magic_commands(
+    shell: Any, add_tool: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     use(ScriptedModel(two_round_script))
     shell.run_line_magic("agent", "tools")
     assert "add: Add two integers." in capsys.readouterr().out
@@ -350,7 +351,8 @@ def test_line_magic_commands(shell: Any, add_tool: Any, tmp_path: Any,
     columns = ["turn", "round", "tool", "arguments", "ok", "duration", "tokens"]
     assert list(history.columns) == columns
     assert history[["turn", "round", "tool", "ok"]].values.tolist() == [
-        [1, 1, "add", True], [2, 2, "add", True]
+        [1, 1, "add", True],
+        [2, 2, "add", True],
     ]
     assert json.loads(history["arguments"][0]) == {"a": 2, "b": 3}
     capsys.readouterr()
@@ -394,7 +396,10 @@ def test_history_all_resume_and_unknown_id(shell: Any, capsys: pytest.CaptureFix
     assert f"Resumed conversation {old_id} (2 turns)" in capsys.readouterr().out
     agent = current_agent()
     assert [m.content for m in agent.conversation.messages] == [
-        "first question", "answer to first question", "second question", "answer to second question"
+        "first question",
+        "answer to first question",
+        "second question",
+        "answer to second question",
     ]
     # the resumed conversation goes on in the next cell (with the model given to the magic)
     model = ScriptedModel(lambda r: f"{len(r.messages)} messages so far")

@@ -75,8 +75,11 @@ def test_round_panel_is_collapsed_details_with_summary() -> None:
 
 def test_dataframe_result_shows_head_and_full_shape() -> None:
     frame = pd.DataFrame({"city": [f"c{i}" for i in range(50)], "temp": range(50)})
-    rnd = ToolRound(None, [ToolCall("c1", "cities", {})],
-                    [ToolResult("c1", "cities", True, "csv...", value=frame)])
+    rnd = ToolRound(
+        None,
+        [ToolCall("c1", "cities", {})],
+        [ToolResult("c1", "cities", True, "csv...", value=frame)],
+    )
     out = render_round_html(rnd, 2, max_rows=5)
     facts = HtmlFacts(out)
     assert "Round 3 · cities" in facts.text
@@ -87,10 +90,20 @@ def test_dataframe_result_shows_head_and_full_shape() -> None:
 
 
 def test_error_result_is_distinct_with_collapsible_traceback() -> None:
-    rnd = ToolRound(None, [ToolCall("c1", "boom", {})], [
-        ToolResult("c1", "boom", False, "Error: ValueError: bad", "ValueError: bad",
-                   traceback="Traceback (most recent call last):\nValueError: bad\n"),
-    ])
+    rnd = ToolRound(
+        None,
+        [ToolCall("c1", "boom", {})],
+        [
+            ToolResult(
+                "c1",
+                "boom",
+                False,
+                "Error: ValueError: bad",
+                "ValueError: bad",
+                traceback="Traceback (most recent call last):\nValueError: bad\n",
+            ),
+        ],
+    )
     out = render_round_html(rnd, 0)
     assert 'class="nba-round nba-failed"' in out
     assert '<span class="nba-err">1 error</span>' in out
@@ -99,10 +112,20 @@ def test_error_result_is_distinct_with_collapsible_traceback() -> None:
 
 
 def test_approval_decision_is_shown() -> None:
-    rnd = ToolRound(None, [ToolCall("c1", "delete", {"path": "x"})], [
-        ToolResult("c1", "delete", False, "Error: denied", "The user denied this call",
-                   approval="denied by policy NBAGENT_APPROVAL=deny"),
-    ])
+    rnd = ToolRound(
+        None,
+        [ToolCall("c1", "delete", {"path": "x"})],
+        [
+            ToolResult(
+                "c1",
+                "delete",
+                False,
+                "Error: denied",
+                "The user denied this call",
+                approval="denied by policy NBAGENT_APPROVAL=deny",
+            ),
+        ],
+    )
     out = render_round_html(rnd, 0)
     assert '<span class="nba-approval nba-err">denied by policy NBAGENT_APPROVAL=deny</span>' in out
     assert "[denied by policy NBAGENT_APPROVAL=deny]" in render_result_text(make_result([rnd], "x"))
@@ -118,10 +141,14 @@ def test_matplotlib_figure_and_pil_image_render_as_png() -> None:
     fig, ax = plt.subplots()
     ax.plot([1, 2, 3])
     img = Image.new("RGB", (4, 3), (255, 0, 0))
-    rnd = ToolRound(None, [ToolCall("a", "plot", {}), ToolCall("b", "pic", {})], [
-        ToolResult("a", "plot", True, "Figure", value=fig),
-        ToolResult("b", "pic", True, "Image", value=img),
-    ])
+    rnd = ToolRound(
+        None,
+        [ToolCall("a", "plot", {}), ToolCall("b", "pic", {})],
+        [
+            ToolResult("a", "plot", True, "Figure", value=fig),
+            ToolResult("b", "pic", True, "Image", value=img),
+        ],
+    )
     facts = assert_inert(render_round_html(rnd, 0))
     imgs = facts.find("img")
     assert len(imgs) == 2
@@ -133,7 +160,9 @@ def test_matplotlib_figure_and_pil_image_render_as_png() -> None:
 
 
 def test_final_answer_markdown_and_footer() -> None:
-    result = make_result([], "# Title\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n**bold** [ok](https://x.org)")
+    result = make_result(
+        [], "# Title\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n**bold** [ok](https://x.org)"
+    )
     out = render_result_html(result)
     assert "<h1>Title</h1>" in out and "<td>1</td>" in out and "<strong>bold</strong>" in out
     link = '<a href="https://x.org" target="_blank" rel="noopener noreferrer nofollow">ok</a>'
@@ -159,20 +188,36 @@ def test_styles_are_scoped_and_use_jupyter_variables() -> None:
 
 @pytest.mark.parametrize("payload", XSS)
 def test_payload_inert_everywhere(payload: str) -> None:
-    rnd = ToolRound(payload, [ToolCall("c1", "t", {"q": payload}, raw_arguments=None)], [
-        ToolResult("c1", "t", True, payload, value=payload),
-    ])
-    bad = ToolRound(None, [ToolCall("c2", "t2", {})], [
-        ToolResult("c2", "t2", False, payload, payload, traceback=payload, approval=payload),
-    ])
+    rnd = ToolRound(
+        payload,
+        [ToolCall("c1", "t", {"q": payload}, raw_arguments=None)],
+        [
+            ToolResult("c1", "t", True, payload, value=payload),
+        ],
+    )
+    bad = ToolRound(
+        None,
+        [ToolCall("c2", "t2", {})],
+        [
+            ToolResult("c2", "t2", False, payload, payload, traceback=payload, approval=payload),
+        ],
+    )
     frame = pd.DataFrame({payload: [payload]}, index=[payload])
-    df_round = ToolRound(None, [ToolCall("c3", "t3", {})], [
-        ToolResult("c3", "t3", True, payload, value=frame),
-    ])
+    df_round = ToolRound(
+        None,
+        [ToolCall("c3", "t3", {})],
+        [
+            ToolResult("c3", "t3", True, payload, value=frame),
+        ],
+    )
     # a model can invent tool names and argument keys, too
-    invented = ToolRound(payload, [ToolCall("c4", payload, {payload: payload})], [
-        ToolResult("c4", payload, False, payload, f"Unknown tool {payload!r}"),
-    ])
+    invented = ToolRound(
+        payload,
+        [ToolCall("c4", payload, {payload: payload})],
+        [
+            ToolResult("c4", payload, False, payload, f"Unknown tool {payload!r}"),
+        ],
+    )
     result = make_result([rnd, bad, df_round, invented], payload)
     result.model = payload
     facts = assert_inert(render_result_html(result))
@@ -286,8 +331,9 @@ def test_transcript_renders_each_finished_call_once() -> None:
 
 def test_plain_text_twin_cannot_drive_the_terminal() -> None:
     hostile = "ok\x1b[2J\x1b]0;pwned\x07\rdone\x9b31m"
-    rnd = ToolRound(None, [ToolCall("c1", "t\x1b[31m", {"a": hostile})],
-                    [ToolResult("c1", "t", True, hostile)])
+    rnd = ToolRound(
+        None, [ToolCall("c1", "t\x1b[31m", {"a": hostile})], [ToolResult("c1", "t", True, hostile)]
+    )
     text = render_result_text(make_result([rnd], hostile))
     assert "\x1b" not in text and "\x07" not in text and "\r" not in text
     assert "\x9b" not in text

@@ -106,7 +106,7 @@ async def test_model_and_tool_text_is_escaped() -> None:
         return reply('[x](javascript:alert(1)) <b onclick="x()">hi</b>')
 
     chat = ChatWidget(Agent(ScriptedModel(script), tools=[fetch]))
-    await chat.submit('<script>window.pwned=3</script>')
+    await chat.submit("<script>window.pwned=3</script>")
     html = transcript_html(chat)
     for raw in ("<script>", "<img src=x", "<!-- c -->", 'href="javascript:', "<b onclick"):
         assert raw not in html
