@@ -260,3 +260,31 @@ class Agent:
         """Stop the current run (same as the Stop button or a kernel interrupt)."""
         if self._run is not None:
             self._run.cancel()
+
+    async def aclose(self) -> None:
+        """Close the provider's HTTP connections (the agent can still run afterwards)."""
+        if self._provider is not None:
+            await self._provider.aclose()
+
+    def close(self) -> None:
+        """:meth:`aclose` for synchronous code; safe inside Jupyter's running loop."""
+        from ._sync import iterate_in_background
+
+        async def closing() -> AsyncIterator[None]:
+            await self.aclose()
+            yield None
+
+        for _ in iterate_in_background(closing, lambda: None):
+            pass
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
