@@ -244,7 +244,7 @@ class AgentMagics(Magics):
     @argument("--system", help="system prompt (kept for the rest of the conversation)")
     @argument("--out", default="_agent", help="variable receiving the RunResult")
     @argument("--no-stream", action="store_true", help="ask the model for a non-streamed reply")
-    @cell_magic("agent")
+    @cell_magic("agent")  # type: ignore[arg-type, unused-ignore]
     def agent_cell(self, line: str, cell: str) -> None:
         """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
         args = parse_argstring(self.agent_cell, line)
@@ -330,7 +330,7 @@ class AgentMagics(Magics):
 
     # -- %agent ------------------------------------------------------------------------
 
-    @line_magic("agent")
+    @line_magic("agent")  # type: ignore[arg-type, unused-ignore]
     def agent_line(self, line: str) -> Any:
         """``%agent model|tools|reset|usage|history|resume|export|record`` (``%agent help``)."""
         try:
@@ -345,7 +345,10 @@ class AgentMagics(Magics):
             raise UsageError(f"%agent: unknown command {command!r}.\n{_LINE_HELP}")
         return handler(rest)
 
-    agent_line.__doc__ = "Settings and history of the notebook's agent.\n\n" + _LINE_HELP
+    # IPython 9's typed magic decorators make mypy infer Never for the decorated methods
+    # (IPython 8 is untyped): hence the tolerated-if-unused ignores here and above.
+    _agent_line_doc = "Settings and history of the notebook's agent.\n\n" + _LINE_HELP
+    agent_line.__doc__ = _agent_line_doc  # type: ignore[assignment, unused-ignore]
 
     def _expect(self, command: str, rest: list[str], at_most: int) -> None:
         if len(rest) > at_most:
