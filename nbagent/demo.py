@@ -107,16 +107,15 @@ def _cell_label(cell: Any, index: int, total: int, first_agent: bool) -> str:
 
 
 def agent_transcript(cell: Any) -> str | None:
-    """The plain-text twin of an agent run shown by this cell, if it shows one."""
+    """The plain-text twin of an agent run shown by this cell, if it shows one.
+
+    A ``%%agent`` cell and a displayed ``RunResult`` carry the same twin
+    (``render_result_text``), so every run prints in one form.
+    """
     for output in cell.get("outputs", []):
         data = output.get("data") or {}
-        html = data.get("text/html", "")
-        if "nbagent" not in html:
-            continue
-        plain = data.get("text/plain", "")
-        if plain.startswith("▸") or "\n— " in plain:
-            return str(plain)
-        return str(data.get("text/markdown", plain))
+        if "nbagent" in data.get("text/html", "") and "text/plain" in data:
+            return str(data["text/plain"])
     return None
 
 

@@ -110,6 +110,22 @@ class RunResult:
         """The Python values the tools returned, in call order (DataFrames stay DataFrames)."""
         return [r.value for rnd in self.rounds for r in rnd.results if r.ok]
 
+    def __repr__(self) -> str:
+        # Short on purpose: the dataclass default would dump every round, call and value.
+        output = self.output if len(self.output) <= 80 else self.output[:79] + "…"
+        calls = sum(len(r.calls) for r in self.rounds)
+        return (
+            f"RunResult(output={output!r}, stop_reason={self.stop_reason!r}, "
+            f"rounds={len(self.rounds)}, calls={calls}, usage={self.usage!r}, "
+            f"model={self.model!r})"
+        )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython's text/plain: the same plain-text twin the %%agent cell shows.
+        from .render import render_result_text
+
+        printer.text(render_result_text(self))
+
     def _repr_html_(self) -> str:
         from .render import render_result_html
 

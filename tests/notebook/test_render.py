@@ -174,6 +174,25 @@ def test_final_answer_markdown_and_footer() -> None:
     assert "stopped: cancelled" in HtmlFacts(stopped).text
 
 
+def test_result_repr_is_short_and_ipython_shows_the_plain_twin() -> None:
+    from IPython.lib.pretty import pretty
+
+    frame = pd.DataFrame({"x": range(1000)})
+    rnd = ToolRound(
+        None,
+        [ToolCall("c1", "table", {"n": 1000})],
+        [ToolResult("c1", "table", True, "1000 rows", value=frame)],
+        duration_s=0.2,
+    )
+    result = make_result([rnd], "word " * 200)
+    assert repr(result) == (
+        f"RunResult(output={('word ' * 16)[:79] + '…'!r}, stop_reason='complete', rounds=1, "
+        "calls=1, usage=Usage(input_tokens=120, output_tokens=30), model='scripted:test')"
+    )
+    # What a notebook's text/plain (and `nbagent demo`) shows: the same twin as %%agent.
+    assert pretty(result) == render_result_text(result)
+
+
 def test_styles_are_scoped_and_use_jupyter_variables() -> None:
     out = render_result_html(make_result([], "hi"))
     style = re.search(r"<style>(.*?)</style>", out, re.S)

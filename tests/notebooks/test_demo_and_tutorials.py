@@ -43,6 +43,9 @@ def test_demo_writes_notebook_html_and_prints_the_transcript(tmp_path, clean_env
     assert "▸ Round 1 · get_weather · ok" in text
     assert 'get_weather(city="Oslo") -> ok' in text
     assert "— local · 1 round" in text
+    # The later Agent.run_sync cell prints in the same plain form (not Markdown, not a repr).
+    assert text.count("▸ Round 1 · get_weather") == 2
+    assert "**Round" not in text and "RunResult(" not in text
     assert f"wrote {out / '01_quickstart.ipynb'}" in text and "done in" in text
 
     executed = nbformat.read(out / "01_quickstart.ipynb", as_version=4)
