@@ -17,7 +17,8 @@ from typing import Any
 _MAX_TEXT_CHARS = 20_000
 
 
-def _e(text: Any) -> str:
+def escape(text: Any) -> str:
+    """``text`` as HTML text or attribute value (the one escaping rule of the package)."""
     return html.escape(str(text), quote=True)
 
 
@@ -29,7 +30,7 @@ def _pre(text: str) -> str:
     if len(text) > _MAX_TEXT_CHARS:
         cut = len(text) - _MAX_TEXT_CHARS
         text = text[:_MAX_TEXT_CHARS] + f"\n[… {cut:,} more characters not shown …]"
-    return f"<pre>{_e(text)}</pre>"
+    return f"<pre>{escape(text)}</pre>"
 
 
 def _json_or_text(text: str) -> str:
@@ -57,13 +58,13 @@ def _dataframe_html(value: Any, max_rows: int) -> str:
     note = f"{kind}: {rows:,} rows × {cols:,} columns"
     if shown < rows:
         note += f" (first {shown} shown)"
-    return f'<div class="nba-note">{_e(note)}</div><div class="nba-frame">{table}</div>'
+    return f'<div class="nba-note">{escape(note)}</div><div class="nba-frame">{table}</div>'
 
 
 def _png_html(png: bytes, alt: str) -> str:
     # The data: URL is built here from bytes we encoded, never from model text.
     data = base64.b64encode(png).decode("ascii")
-    return f'<img class="nba-image" alt="{_e(alt)}" src="data:image/png;base64,{data}">'
+    return f'<img class="nba-image" alt="{escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 def _figure_png(value: Any) -> bytes | None:

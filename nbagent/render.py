@@ -19,12 +19,12 @@ Public API (stable; the widget builds on it):
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ._render_values import escape as _e
 from ._render_values import render_value_html
 from .events import (
     Event,
@@ -96,10 +96,6 @@ CSS = """
 """
 
 _STYLE_TAG = "<style>" + CSS + "</style>"
-
-
-def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
 
 
 # --- Markdown ----------------------------------------------------------------------

@@ -24,13 +24,13 @@ Send button still works.
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 import time
 from typing import Any
 
 import ipywidgets as widgets
 
+from ._render_values import escape as _e
 from .agent import Agent
 from .events import Event, RoundFinished, RunFinished, RunStarted, Status
 from .loop import RunResult
@@ -81,10 +81,6 @@ _STYLE = """
 """
 
 
-def _esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
 class _Turn:
     """One user message and the agent's reply, rendered by render.Transcript (the same
     panels as ``%%agent``; it escapes everything the model and the tools produced)."""
@@ -106,12 +102,12 @@ class _Turn:
         parts = [
             '<div class="nbagent-turn">',
             '<div class="nbagent-user"><div class="nbagent-user-label">You</div>',
-            _esc(self.prompt),
+            _e(self.prompt),
             "</div>",
             self.transcript.html(),
         ]
         if self.error:
-            parts.append(f'<div class="nbagent-chat-error">{_esc(self.error)}</div>')
+            parts.append(f'<div class="nbagent-chat-error">{_e(self.error)}</div>')
         parts.append("</div>")
         return "".join(parts)
 
