@@ -468,8 +468,20 @@ class HttpSession:
         an error payload or a malformed chunk are yielded first, then it raises."""
         parser = SSEParser()
         loads = from_json
+        # Kept until the first event: a server that ignores "stream" answers with
+        # one plain JSON body, which is then yielded whole as ("", payload).
+        head: bytearray | None = bytearray()
         async for chunk in self._stream_bytes(path, body):
             events = parser.close() if chunk is None else parser.feed(chunk)
+            if head is not None:
+                if events:
+                    head = None
+                elif chunk is not None:
+                    head += chunk
+                else:
+                    whole = self._whole_json(bytes(head))
+                    if whole is not None:
+                        yield [("", whole)]
             if not events:
                 continue
             batch: list[tuple[str, Any]] = []
@@ -495,6 +507,18 @@ class HttpSession:
                 yield batch
             if error is not None:
                 raise error
+
+    def _whole_json(self, raw: bytes) -> Any:
+        """A stream body that was one JSON document instead of events (or None)."""
+        if raw.lstrip()[:1] not in (b"{", b"["):
+            return None
+        try:
+            payload = from_json(raw)
+        except ValueError:
+            return None
+        if type(payload) is list and payload and type(payload[0]) is dict:
+            self.check_payload(payload[0])  # Gemini wraps errors in a list
+        return self.check_payload(payload)
 
     async def stream_ndjson(self, path: str, body: Any) -> AsyncIterator[Any]:
         """POST and yield one parsed JSON value per line. Error lines raise ProviderError."""

@@ -204,6 +204,7 @@ class StreamDecoder:
         self.usage = Usage()
         self._raw_usage: dict[str, int] = {}
         self.stop_reason: str | None = None
+        self.stop_details: Any = None
         self.done = False
 
     def feed(self, event: str, data: Any) -> list[ProviderEvent]:
@@ -237,6 +238,7 @@ class StreamDecoder:
             stop = (data.get("delta") or {}).get("stop_reason")
             if stop:
                 self.stop_reason = stop
+                self.stop_details = (data.get("delta") or {}).get("stop_details")
             if data.get("usage"):
                 self._update_usage(data["usage"])
                 return [UsageReport(self.usage)]
@@ -298,6 +300,12 @@ class StreamDecoder:
                     continue  # never run a call whose arguments did not fully arrive
                 raw = "".join(block["_parts"])
                 events.append(ToolCallReady(_tool_call(block, raw, self.names)))
+        if self.stop_reason == "refusal" and not events:
+            if not any(self.blocks[i].get("type") == "text" for i in self.order):
+                # Nothing to show but an empty answer: say why instead.
+                details = self.stop_details if isinstance(self.stop_details, dict) else {}
+                why = details.get("explanation") or "the model declined to answer"
+                raise ProviderError("anthropic", None, "refusal", f"refused: {why}")
         data = {"anthropic_thinking": thinking} if thinking else None
         events.append(Finished(self.stop_reason, data))
         return events
@@ -435,6 +443,11 @@ class AnthropicProvider:
         async for name, data in self._http.stream_sse(self._path, body):
             if not isinstance(data, dict):
                 continue
+            if data.get("type") == "message" and not decoder.order:
+                # The server ignored "stream" and sent the whole message as JSON.
+                for event in decode_message(data, names):
+                    yield event
+                return
             for event in decoder.feed(name, data):
                 yield event
             if decoder.done:

@@ -138,6 +138,8 @@ class OpenAIProvider:
         calls = _CallBuilder()
         finish_reason: str | None = None
         done = False
+        seen_text = False
+        whole: dict[str, Any] | None = None
         # One network read at a time: its text becomes one TextChunk.
         async for batch in self._http.stream_sse_batches("/chat/completions", body):
             texts: list[str] = []
@@ -150,16 +152,24 @@ class OpenAIProvider:
                     continue
                 if done or type(chunk) is not dict:
                     continue  # unknown non-JSON data line
-                if chunk.get("usage"):
-                    usage = _usage(chunk["usage"])
+                first = (chunk.get("choices") or [{}])[0]
+                if "message" in first and "delta" not in first:
+                    whole = chunk  # the server ignored "stream": one plain JSON reply
+                    done = True
+                    continue
+                raw_usage = chunk.get("usage") or (chunk.get("x_groq") or {}).get("usage")
+                if raw_usage:  # Groq puts it in x_groq when stream_options is ignored
+                    usage = _usage(raw_usage)
                 for choice in chunk.get("choices") or ():
                     if choice.get("index", 0):
                         continue  # only the first choice (n > 1 is never requested)
                     delta = choice.get("delta")
                     if delta:
-                        text = delta.get("content")
+                        # A refusal arrives instead of content: it is the answer the user sees.
+                        text = delta.get("content") or delta.get("refusal")
                         if text:
                             texts.append(text)
+                            seen_text = True
                         for tool_delta in delta.get("tool_calls") or ():
                             calls.add(tool_delta)
                     if choice.get("finish_reason"):
@@ -173,7 +183,14 @@ class OpenAIProvider:
             raise ProviderError(
                 self.name, None, "incomplete_stream", "the stream ended before data: [DONE]"
             )
-        for call in calls.finish():
+        if whole is not None:
+            for event in self._parse_reply(whole):
+                yield event
+            return
+        ready = calls.finish()
+        if not ready and not seen_text:
+            _check_empty(finish_reason)
+        for call in ready:
             yield ToolCallReady(call)
         yield Finished(finish_reason)
 
@@ -187,6 +204,7 @@ class OpenAIProvider:
         content = message.get("content")
         if isinstance(content, list):  # a list of text parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        content = content or message.get("refusal")  # a refusal is the answer shown
         if content:
             events.append(TextChunk(content))
         if data.get("usage"):
@@ -194,7 +212,10 @@ class OpenAIProvider:
         builder = _CallBuilder()
         for index, tool_call in enumerate(message.get("tool_calls") or ()):
             builder.add({"index": index, **tool_call})
-        events += [ToolCallReady(call) for call in builder.finish()]
+        ready = builder.finish()
+        if not ready and not content:
+            _check_empty(choice.get("finish_reason"))
+        events += [ToolCallReady(call) for call in ready]
         events.append(Finished(choice.get("finish_reason")))
         return events
 
@@ -263,6 +284,17 @@ def _arguments_text(call: ToolCall) -> str:
     return json.dumps(call.arguments, ensure_ascii=False)
 
 
+def _check_empty(finish_reason: str | None) -> None:
+    """A reply with no text and no call that a filter stopped is an error, not ""."""
+    if finish_reason == "content_filter":
+        raise ProviderError(
+            "openai",
+            None,
+            "content_filter",
+            "the reply was withheld by the server's content filter (finish_reason content_filter)",
+        )
+
+
 def _usage(data: dict[str, Any]) -> Usage:
     return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
 
@@ -290,13 +322,18 @@ class _CallBuilder:
         self._by_index: dict[Any, dict[str, Any]] = {}
 
     def add(self, delta: dict[str, Any]) -> None:
-        index = delta.get("index", len(self._calls) if delta.get("id") else None)
         call_id = delta.get("id") or ""
+        index = delta.get("index")
+        if index is None and call_id:
+            # No index (Gemini's and some other compatible servers): a known id
+            # continues its call, a new id starts one.
+            known = next((c for c in self._calls if c["id"] == call_id), None)
+            index = known["index"] if known is not None else len(self._calls)
         current = self._by_index.get(index)
         if current is None and index is None and self._calls:
             current = self._calls[-1]
         if current is None or (call_id and current["id"] and call_id != current["id"]):
-            current = {"id": call_id, "name": "", "args": []}
+            current = {"id": call_id, "name": "", "args": [], "index": index}
             self._calls.append(current)
             self._by_index[index] = current
         elif call_id and not current["id"]:
