@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -55,11 +54,6 @@ class _Failure:
 
 _TICK = object()  # "nothing new": lets the cell's thread flush throttled updates
 _END = object()
-
-
-def _signature(call: ToolCall) -> str:
-    args = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in call.arguments.items())
-    return f"{call.name}({args[:200]})"
 
 
 class CellRun:
@@ -204,7 +198,9 @@ class CellRun:
 
     def _ask(self, request: _ApprovalRequest) -> tuple[bool, str]:
         """Ask the user through input(); without stdin, the NBAGENT_APPROVAL policy decides."""
-        question = f"nbagent: allow {_signature(request.call)}? [y/N] "
+        from .render import call_signature
+
+        question = f"nbagent: allow {call_signature(request.call, limit=200)}? [y/N] "
         try:
             answer = input(question)
         except (NotImplementedError, EOFError, OSError):  # IPython's StdinNotImplementedError

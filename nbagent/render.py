@@ -152,12 +152,13 @@ def _pretty_arguments(call: ToolCall) -> str:
     return json.dumps(call.arguments, indent=2, ensure_ascii=False, default=str)
 
 
-def _call_signature(call: ToolCall) -> str:
+def call_signature(call: ToolCall, limit: int = 80) -> str:
+    """``get_weather(city="Oslo")``, with the arguments cut to ``limit`` characters."""
     args = ", ".join(
         f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in call.arguments.items()
     )
-    if len(args) > 80:
-        args = args[:77] + "…"
+    if len(args) > limit:
+        args = args[: limit - 3] + "…"
     return f"{call.name}({args})"
 
 
@@ -374,7 +375,7 @@ def _round_text(tool_round: ToolRound, index: int) -> list[str]:
         result = by_id.get(call.id)
         status = "running" if result is None else ("ok" if result.ok else "error")
         approval = f" [{result.approval}]" if result and result.approval else ""
-        lines.append(f"    {_call_signature(call)} -> {status}{approval}")
+        lines.append(f"    {call_signature(call)} -> {status}{approval}")
     return lines
 
 
