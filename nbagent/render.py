@@ -226,13 +226,19 @@ def _round_state(tool_round: ToolRound) -> str:
     return "ok"
 
 
-def round_summary(tool_round: ToolRound, index: int) -> str:
-    """``Round 1 · get_weather, lookup · ok · 120 ms`` (plain text, unescaped)."""
+def _summary_fields(tool_round: ToolRound, index: int) -> list[str]:
+    """Round number, tool names, state and (once every call finished) the duration."""
     names = ", ".join(dict.fromkeys(c.name for c in tool_round.calls)) or "no calls"
     state = _round_state(tool_round)
-    if state == "running":
-        return f"Round {index + 1} · {names} · running"
-    return f"Round {index + 1} · {names} · {state} · {_duration(tool_round.duration_s)}"
+    fields = [f"Round {index + 1}", names, state]
+    if state != "running":
+        fields.append(_duration(tool_round.duration_s))
+    return fields
+
+
+def round_summary(tool_round: ToolRound, index: int) -> str:
+    """``Round 1 · get_weather, lookup · ok · 120 ms`` (plain text, unescaped)."""
+    return " · ".join(_summary_fields(tool_round, index))
 
 
 def render_round_html(
@@ -250,13 +256,10 @@ def render_round_html(
     """
     failed = any(not r.ok for r in tool_round.results)
     by_id = {r.call_id: r for r in tool_round.results}
-    names = ", ".join(dict.fromkeys(c.name for c in tool_round.calls)) or "no calls"
-    state = _e(_round_state(tool_round))
+    fields = [_e(field) for field in _summary_fields(tool_round, index)]
     if failed:
-        state = f'<span class="nba-err">{state}</span>'
-    summary = f"Round {index + 1} · {_e(names)} · {state}"
-    if len(tool_round.results) >= len(tool_round.calls):
-        summary += f" · {_duration(tool_round.duration_s)}"
+        fields[2] = f'<span class="nba-err">{fields[2]}</span>'
+    summary = " · ".join(fields)
     parts = [
         f'<details class="nba-round{" nba-failed" if failed else ""}"{" open" if open else ""}>',
         f"<summary>{summary}</summary>",
