@@ -30,6 +30,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ._render_live import UPDATE_INTERVAL
 from ._render_values import escape as _e
 from .agent import Agent
 from .events import Event, RoundFinished, RunFinished, RunStarted, Status
@@ -38,9 +39,6 @@ from .messages import ToolCall
 
 SEND_SENTINEL = "\u2063"
 """Invisible separator appended by the front end when the send key is pressed."""
-
-UPDATE_INTERVAL = 0.1
-"""Seconds between transcript updates while streaming (at most ~10 per second)."""
 
 _SEND_KEYS = ("enter", "shift-enter")
 
