@@ -42,6 +42,18 @@ def background_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def _loop_for_sync_call() -> asyncio.AbstractEventLoop:
+    """The background loop, refusing a caller on that loop's own thread (it would deadlock)."""
+    loop = background_loop()
+    if threading.current_thread() is _thread:
+        raise NbAgentError(
+            "a sync nbagent call (run_sync/stream_sync) was made from async code running "
+            "on nbagent's own event loop (an async tool?); use `await agent.run(...)` there "
+            "(and `await agent.aclose()` instead of close())"
+        )
+    return loop
+
+
 class _Pump:
     """Moves a stream's items from the loop thread to the caller's thread.
 
@@ -113,12 +125,7 @@ def iterate_in_background(
     iterator early (``break``) cancels the same way and waits for the stream to
     wrap up, so the run's history is valid once ``close()`` returns.
     """
-    loop = background_loop()
-    if threading.current_thread() is _thread:
-        raise NbAgentError(
-            "a sync nbagent call (run_sync/stream_sync) was made from async code running "
-            "on nbagent's own event loop (an async tool?); use `await agent.run(...)` there"
-        )
+    loop = _loop_for_sync_call()
     pump = _Pump(make_stream, on_interrupt)
     interrupted = False
     try:
@@ -154,7 +161,7 @@ def iterate_in_background(
 
 def run_in_background(coro_factory: Callable[[], Any]) -> Any:
     """Run a coroutine on the background loop and return its result (Ctrl-C cancels it)."""
-    loop = background_loop()
+    loop = _loop_for_sync_call()
     future = asyncio.run_coroutine_threadsafe(coro_factory(), loop)
     try:
         while True:

@@ -268,14 +268,9 @@ class Agent:
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous code; safe inside Jupyter's running loop."""
-        from ._sync import iterate_in_background
+        from ._sync import run_in_background
 
-        async def closing() -> AsyncIterator[None]:
-            await self.aclose()
-            yield None
-
-        for _ in iterate_in_background(closing, lambda: None):
-            pass
+        run_in_background(self.aclose)
 
     def __enter__(self) -> Agent:
         return self

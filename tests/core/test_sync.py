@@ -162,6 +162,33 @@ def test_sync_call_from_an_async_tool_is_refused_clearly():
     assert second == "inner"
 
 
+def test_close_from_an_async_tool_is_refused_clearly_and_from_a_worker_closes():
+    inner = Agent(ScriptedModel(lambda r: "inner"))
+
+    @tool
+    async def close_async() -> str:
+        """Closes another agent the wrong way (it would wait on its own loop)."""
+        inner.close()
+        return "closed"
+
+    @tool
+    def close_sync() -> str:
+        """Closes another agent from a worker thread: fine."""
+        inner.close()
+        return "closed"
+
+    def script(request):
+        if not request.tool_results:
+            return reply(calls=[call("close_async"), call("close_sync")])
+        return " | ".join(r.content for r in request.tool_results)
+
+    out = Agent(ScriptedModel(script), tools=[close_async, close_sync]).run_sync("go").output
+    first, second = out.split(" | ")
+    assert first.startswith("Error: NbAgentError: a sync nbagent call")
+    assert "`await agent.aclose()` instead of close()" in first
+    assert second == "closed"
+
+
 def test_nbagent_log_env_var_turns_on_debug_logging_to_stderr():
     code = textwrap.dedent(
         """
