@@ -158,9 +158,7 @@ class _LiveTransport(httpx.AsyncBaseTransport):
 
 def normalise_request(method: str, url: httpx.URL, body: bytes) -> dict[str, Any]:
     """What identifies a request for replay: method, path, sorted query, parsed body."""
-    query = sorted(
-        (k, REDACTED if k.lower() in SECRET_PARAMS else v) for k, v in url.params.multi_items()
-    )
+    query = sorted(_redacted_params(url))
     return {
         "method": method.upper(),
         "path": url.path,
@@ -211,10 +209,13 @@ def _redact_headers(headers: httpx.Headers) -> dict[str, str]:
     }
 
 
+def _redacted_params(url: httpx.URL) -> list[tuple[str, str]]:
+    """The query parameters with key-like values replaced (recorded URLs and replay keys)."""
+    return [(k, REDACTED if k.lower() in SECRET_PARAMS else v) for k, v in url.params.multi_items()]
+
+
 def _redact_url(url: httpx.URL) -> str:
-    params = [
-        (k, REDACTED if k.lower() in SECRET_PARAMS else v) for k, v in url.params.multi_items()
-    ]
+    params = _redacted_params(url)
     return str(url.copy_with(params=params) if params else url)
 
 
