@@ -10,7 +10,7 @@ from .errors import ConfigError
 from .events import Event, RunFinished
 from .loop import LoopSettings, Run, RunResult
 from .messages import Conversation
-from .providers import Provider, get_provider, resolve_model
+from .providers import Provider, get_provider, resolve_model, split_model
 from .tools import Approver, Tool, as_tools
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class Agent:
                 "record=/replay= need a model string; for a provider object, pass "
                 "http_client=nbagent.recording.http_client(record=...) to it instead"
             )
-        if self.model.partition(":")[0] in ("local", "scripted"):
+        if split_model(self.model)[0] in ("local", "scripted"):
             raise ConfigError(f"record=/replay= cover HTTP APIs; {self.model!r} makes no requests")
         if options.get("replay") is not None and not options.get("replay_fallback"):
             # Replayed answers need no key; the adapter must not refuse to start without one.

@@ -219,6 +219,8 @@ def test_bad_uses_are_clear_errors(tmp_path: Path) -> None:
         Agent(ScriptedModel(), record=tmp_path / "x.jsonl")
     with pytest.raises(ConfigError, match="makes no requests"):
         Agent("local", replay=tmp_path / "x.jsonl")
+    with pytest.raises(ConfigError, match="makes no requests"):  # spelt as get_provider reads it
+        Agent(" Scripted", record=tmp_path / "x.jsonl")
     with pytest.raises(ConfigError, match="no recording at"):
         Agent("openai:test-model", base_url=NOWHERE, replay=tmp_path / "missing.jsonl")
     broken = tmp_path / "broken.jsonl"
