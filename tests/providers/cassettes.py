@@ -11,23 +11,28 @@ Formats (picked by extension and first line):
 
 * VCR.py YAML (``interactions: [{request: {uri, body}, response: {status: {code}}}]``),
   including ``!!binary`` gzip bodies (decompressed here) and pydantic-ai's
-  ``parsed_body`` variant (re-serialised with ``json.dumps``);
-* go-vcr v2 YAML (``version: 2``, ``request.url``, ``response.code``);
-* HAR 1.2 JSON (``log.entries``);
+  ``parsed_body`` variant (re-serialised with ``json.dumps``); Ruby VCR
+  (``http_interactions``, ``body: {encoding, string | base64_string}``) too;
+* go-vcr YAML (``version: 2``, or any file whose requests have ``url``;
+  ``response.code`` or ``status: "200 OK"``);
+* HAR 1.2 JSON (``log.entries``; ``.har``, or ``.json`` holding a HAR log);
 * httprr (``httprr trace v1``, byte counted; chunked bodies de-chunked);
 * raw response bodies (Prism ``.sse``/``.json``): one interaction, no request.
   :func:`load_bodies` loads a numbered series (``-1``, ``-2``, ...) as one cassette.
 
 Bodies are always the bytes a client would see after HTTP decoding:
-``content-encoding`` and ``transfer-encoding`` headers are dropped accordingly.
+``content-encoding`` (gzip, deflate) and ``transfer-encoding`` are undone and
+their headers dropped.
 Header names are lower-cased.
 """
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,9 +117,13 @@ def load_cassette(path: str | Path) -> Cassette:
         return _load_har(path, json.loads(raw))
     if path.suffix in (".yaml", ".yml"):
         data = yaml.safe_load(raw)
-        if data.get("version") == 2:
+        items = data.get("interactions") or []
+        # go-vcr (any version) names the request URL "url"; VCR.py and Ruby VCR say "uri".
+        if data.get("version") == 2 or (items and "url" in (items[0].get("request") or {})):
             return _load_go_vcr(path, data)
         return _load_vcr(path, data)
+    if raw.lstrip()[:1] == b"{" and b'"log"' in raw[:200] and b'"entries"' in raw:
+        return _load_har(path, json.loads(raw))  # a HAR saved as .json
     return _load_raw(path, raw)
 
 
@@ -144,14 +153,30 @@ def _headers(pairs: Any) -> dict[str, str]:
 
 
 def _decoded(headers: dict[str, str], body: bytes) -> bytes:
-    """Undo gzip content-encoding (also detected from the magic bytes)."""
-    if headers.get("content-encoding", "").lower() == "gzip" or body[:2] == b"\x1f\x8b":
-        if body[:2] == b"\x1f\x8b":
-            body = gzip.decompress(body)
-        headers.pop("content-encoding", None)
+    """Undo content-encoding: gzip (also detected from the magic bytes) and deflate.
+
+    Recorders that decoded the body themselves often keep the header: a body that
+    is not compressed is left as it is. Brotli and zstd cannot be undone here
+    (no decoder in the standard library): that is a clear error, not garbage.
+    """
+    encoding = headers.pop("content-encoding", "").lower().strip()
+    if body[:2] == b"\x1f\x8b":
+        body = gzip.decompress(body)
+    elif encoding == "deflate" and body[:1] == b"\x78":
+        body = zlib.decompress(body)
+    elif encoding in ("br", "zstd") and not _looks_like_text(body):
+        raise ValueError(f"cannot decode a {encoding!r} content-encoded body")
     headers.pop("content-length", None)
     headers.pop("transfer-encoding", None)
     return body
+
+
+def _looks_like_text(body: bytes) -> bool:
+    try:
+        body[:4096].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _as_bytes(value: Any) -> bytes:
@@ -166,23 +191,36 @@ def _as_bytes(value: Any) -> bytes:
 
 def _load_vcr(path: Path, data: dict[str, Any]) -> Cassette:
     cassette = Cassette(path, "vcr")
-    for item in data.get("interactions", []):
+    # Ruby VCR names the list "http_interactions" (and may store base64 bodies).
+    for item in data.get("interactions") or data.get("http_interactions") or []:
         req, resp = item["request"], item["response"]
         if "parsed_body" in req or "parsed_body" in resp:
             cassette.format = "vcr-pydantic-ai"
         req_headers = _headers(req.get("headers"))
-        req_body = _as_bytes(req["parsed_body"] if "parsed_body" in req else req.get("body"))
-        request = RecordedRequest(req.get("method", "POST"), req["uri"], req_headers, req_body)
+        req_body = req["parsed_body"] if "parsed_body" in req else _vcr_body(req.get("body"))
+        request = RecordedRequest(
+            str(req.get("method", "POST")).upper(), req["uri"], req_headers, _as_bytes(req_body)
+        )
         resp_headers = _headers(resp.get("headers"))
         if "parsed_body" in resp:
             body = _as_bytes(resp["parsed_body"])
         else:
-            raw_body = resp.get("body")
-            body = _as_bytes(raw_body.get("string") if isinstance(raw_body, dict) else raw_body)
-        status = resp["status"]["code"] if isinstance(resp["status"], dict) else int(resp["status"])
+            body = _as_bytes(_vcr_body(resp.get("body")))
+        status = resp["status"]["code"] if isinstance(resp["status"], dict) else resp["status"]
+        status = int(str(status).split()[0])  # 200, "200" or "200 OK"
         response = RecordedResponse(int(status), resp_headers, _decoded(resp_headers, body))
         cassette.interactions.append(Interaction(request, response))
     return cassette
+
+
+def _vcr_body(body: Any) -> Any:
+    """The body of a VCR request/response: a plain value, ``{string: ...}`` (VCR.py,
+    Ruby VCR) or ``{base64_string: ...}`` (Ruby VCR with binary bodies)."""
+    if not isinstance(body, dict):
+        return body
+    if body.get("base64_string") is not None:
+        return base64.b64decode(body["base64_string"])
+    return body.get("string")
 
 
 def _load_go_vcr(path: Path, data: dict[str, Any]) -> Cassette:
@@ -197,8 +235,9 @@ def _load_go_vcr(path: Path, data: dict[str, Any]) -> Cassette:
         )
         headers = _headers(resp.get("headers"))
         body = _decoded(headers, _as_bytes(resp.get("body")))
+        status = resp.get("code") or str(resp.get("status", "200")).split()[0]
         cassette.interactions.append(
-            Interaction(request, RecordedResponse(int(resp["code"]), headers, body))
+            Interaction(request, RecordedResponse(int(status), headers, body))
         )
     return cassette
 
@@ -215,8 +254,6 @@ def _load_har(path: Path, data: dict[str, Any]) -> Cassette:
         content = resp.get("content") or {}
         body = _as_bytes(content.get("text"))
         if content.get("encoding") == "base64":
-            import base64
-
             body = base64.b64decode(body)
         if content.get("mimeType") and "content-type" not in headers:
             headers["content-type"] = content["mimeType"]
@@ -284,7 +321,7 @@ def _load_httprr(path: Path, raw: bytes) -> Cassette:
 def _load_raw(path: Path, raw: bytes, status: int = 200) -> Cassette:
     """A bare body: NDJSON when several JSON lines, SSE when it has data: lines."""
     text = raw.lstrip()
-    if text.startswith(b"data:") or text.startswith(b"event:"):
+    if text.startswith((b"data:", b"event:", b": ", b"id:")):  # ": comment" keep-alives
         content_type = "text/event-stream"
     elif _all_json_lines(raw) and (
         path.suffix == ".sse" or "stream" in path.name or len(raw.strip().splitlines()) > 1
