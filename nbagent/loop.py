@@ -440,7 +440,7 @@ class Run:
             elapsed_s=time.perf_counter() - self._started,
             message=self.message,
         )
-        if stop_reason not in ("complete",):
+        if stop_reason != "complete":
             self._emit(Status(f"Stopped: {stop_reason.replace('_', ' ')}"))
         logger.info(
             "run finished: stop_reason=%s rounds=%d tokens=%d",
@@ -456,15 +456,11 @@ class Run:
         tool_round = self._pending_round
         if tool_round is None:
             return
-        done = {r.call_id for r in tool_round.results}
         by_id = {r.call_id: r for r in tool_round.results}
         word = "timed out" if stop_reason == "timeout" else "cancelled"
-        results = []
-        for call in tool_round.calls:
-            if call.id in done:
-                results.append(by_id[call.id])
-            else:
-                error = f"not run: the run was {word}"
-                results.append(ToolResult(call.id, call.name, False, f"Error: {error}", error))
-        tool_round.results = results
+        error = f"not run: the run was {word}"
+        tool_round.results = [
+            by_id.get(call.id) or ToolResult(call.id, call.name, False, f"Error: {error}", error)
+            for call in tool_round.calls
+        ]
         self._pending_round = None
