@@ -341,6 +341,10 @@ def _md_inline(text: str) -> str:
     return _UNSAFE_MD_LINK.sub(lambda m: m.group(1) + m.group(2) + " " + m.group(3), text)
 
 
+def _call_status(result: ToolResult | None) -> str:
+    return "running" if result is None else ("ok" if result.ok else "error")
+
+
 def _round_markdown(tool_round: ToolRound, index: int) -> list[str]:
     lines = [f"**{_md_inline(round_summary(tool_round, index))}**", ""]
     if tool_round.assistant_text:
@@ -348,7 +352,7 @@ def _round_markdown(tool_round: ToolRound, index: int) -> list[str]:
     by_id = {r.call_id: r for r in tool_round.results}
     for call in tool_round.calls:
         result = by_id.get(call.id)
-        status = "running" if result is None else ("ok" if result.ok else "error")
+        status = _call_status(result)
         approval = f" ({_md_inline(result.approval)})" if result and result.approval else ""
         lines.append(f"- **{_md_inline(call.name)}** → {status}{approval}")
         lines += ["", *_fence(_pretty_arguments(call), "json")]
@@ -376,7 +380,7 @@ def _round_text(tool_round: ToolRound, index: int) -> list[str]:
     by_id = {r.call_id: r for r in tool_round.results}
     for call in tool_round.calls:
         result = by_id.get(call.id)
-        status = "running" if result is None else ("ok" if result.ok else "error")
+        status = _call_status(result)
         approval = f" [{result.approval}]" if result and result.approval else ""
         lines.append(f"    {call_signature(call)} -> {status}{approval}")
     return lines
