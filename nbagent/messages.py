@@ -254,6 +254,10 @@ class Conversation:
 
     def to_markdown(self) -> str:
         """A readable transcript: user turns, tool rounds (calls and results), answers."""
+        # The same backtick-proof code spans and fences as the Markdown twin of a run:
+        # tool names, arguments and results cannot end them and turn into live Markdown.
+        from .render import code_fence, code_span
+
         lines: list[str] = [f"# Conversation {self.id}", ""]
         if self.system:
             lines += ["**System:** " + self.system, ""]
@@ -270,9 +274,9 @@ class Conversation:
                 for call, result in zip(tool_round.calls, tool_round.results, strict=False):
                     args = json.dumps(call.arguments, ensure_ascii=False)
                     status = "ok" if result.ok else "error"
-                    lines.append(f"- `{call.name}({args})` -> {status}")
-                    body = ("  " + x for x in result.content.splitlines())
-                    lines += ["", "  ```", *body, "  ```"]
+                    lines.append(f"- {code_span(f'{call.name}({args})')} -> {status}")
+                    fence = code_fence(result.content)
+                    lines += ["", *("  " + x for part in fence for x in part.splitlines())]
                 lines.append("")
             lines += [message.content, ""]
         return "\n".join(lines)

@@ -321,14 +321,25 @@ def render_result_html(
     return _wrap("".join(parts))
 
 
-def _fence(text: str, info: str = "") -> list[str]:
-    """A code fence longer than any backtick run inside ``text`` (it cannot be closed early)."""
+def _longest_backtick_run(text: str) -> int:
     longest, run = 0, 0
     for ch in text:
         run = run + 1 if ch == "`" else 0
         longest = max(longest, run)
-    ticks = "`" * max(3, longest + 1)
+    return longest
+
+
+def code_fence(text: str, info: str = "") -> list[str]:
+    """A code fence longer than any backtick run inside ``text`` (it cannot be closed early)."""
+    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
     return [ticks + info, text, ticks]
+
+
+def code_span(text: str) -> str:
+    """Inline code that a backtick inside ``text`` cannot end early (CommonMark code span)."""
+    ticks = "`" * (_longest_backtick_run(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 _UNSAFE_MD_LINK = re.compile(r"(?i)(\]\s*\(\s*<?|\]:\s*<?)(javascript|vbscript|data|file)(\s*:)")
@@ -355,9 +366,9 @@ def _round_markdown(tool_round: ToolRound, index: int) -> list[str]:
         status = _call_status(result)
         approval = f" ({_md_inline(result.approval)})" if result and result.approval else ""
         lines.append(f"- **{_md_inline(call.name)}** → {status}{approval}")
-        lines += ["", *_fence(_pretty_arguments(call), "json")]
+        lines += ["", *code_fence(_pretty_arguments(call), "json")]
         if result is not None:
-            lines += _fence(result.content if result.ok else (result.error or result.content))
+            lines += code_fence(result.content if result.ok else (result.error or result.content))
         lines.append("")
     return lines
 

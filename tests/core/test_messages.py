@@ -121,3 +121,30 @@ def test_markdown_export_shows_calls_results_and_answers():
             "",
         ]
     )
+
+
+def test_markdown_export_keeps_tool_text_inside_its_code():
+    # Backticks in a tool name, its arguments or its result must not end the code span or
+    # fence early: what follows would become live Markdown (raw HTML, links) in a viewer.
+    from markdown_it import MarkdownIt
+
+    payload = "```\n<script>alert(1)</script>\n```"
+    conv = Conversation(id="c_1")
+    conv.messages += [
+        Message("user", "go"),
+        Message(
+            "assistant",
+            "done",
+            rounds=[
+                ToolRound(
+                    None,
+                    [ToolCall("a", "odd`name", {"q": "`<img src=x onerror=alert(1)>`"})],
+                    [ToolResult("a", "odd`name", True, payload)],
+                )
+            ],
+        ),
+    ]
+    html = MarkdownIt("commonmark", {"html": True}).render(conv.to_markdown())
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "odd`name" in html
