@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from importlib.metadata import version
+        from . import __version__
 
-        print(version("nbagent"))
+        print(__version__)  # also right when run from a checkout that was never installed
         return 0
     if args.command != "demo":
         parser.print_help()

@@ -112,3 +112,15 @@ def test_tutorial_runs_under_nbval(name, clean_env):
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout
+
+
+def test_version_matches_the_package_metadata(tmp_path, clean_env):
+    import re
+
+    found = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert found is not None
+    expected = found.group(1)
+    proc = subprocess.run(
+        [*demo_command(), "--version"], env=clean_env, capture_output=True, text=True, timeout=60
+    )
+    assert (proc.returncode, proc.stdout) == (0, expected + "\n")
