@@ -310,6 +310,12 @@ def parse_arguments(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _complete(fragments: list[str]) -> bool:
+    """True when the argument fragments so far already form a JSON object."""
+    text = "".join(fragments)
+    return bool(text.strip()) and parse_arguments(text) is not None
+
+
 class _CallBuilder:
     """Merges streamed tool-call deltas per ``index``; parses arguments once, at the end.
 
@@ -329,16 +335,21 @@ class _CallBuilder:
             # continues its call, a new id starts one.
             known = next((c for c in self._calls if c["id"] == call_id), None)
             index = known["index"] if known is not None else len(self._calls)
-        current = self._by_index.get(index)
-        if current is None and index is None and self._calls:
-            current = self._calls[-1]
+        function = delta.get("function") or {}
+        current = self._by_index.get(index) if index is not None else None
+        if index is None and self._calls:
+            # Neither index nor id: the next fragment of the last call, unless a
+            # function name follows a call whose arguments are already complete
+            # (whole calls one after another, as some compatible servers send).
+            last = self._calls[-1]
+            if not (function.get("name") and last["name"] and _complete(last["args"])):
+                current = last
         if current is None or (call_id and current["id"] and call_id != current["id"]):
             current = {"id": call_id, "name": "", "args": [], "index": index}
             self._calls.append(current)
             self._by_index[index] = current
         elif call_id and not current["id"]:
             current["id"] = call_id
-        function = delta.get("function") or {}
         if function.get("name") and not current["name"]:
             current["name"] = function["name"]
         arguments = function.get("arguments")

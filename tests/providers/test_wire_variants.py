@@ -109,6 +109,40 @@ async def test_openai_parallel_calls_without_index(wire_server: WireServer) -> N
     assert [m["tool_call_id"] for m in tool_messages] == ["c1", "c2"]
 
 
+async def test_openai_whole_calls_without_id_or_index(wire_server: WireServer) -> None:
+    """Two complete calls in one delta, neither with ``id`` nor ``index``: two calls,
+    each result sent back under the id nbagent gave its call."""
+    calls = [
+        {"type": "function", "function": {"name": "weather", "arguments": '{"location":"A"}'}},
+        {"type": "function", "function": {"name": "weather", "arguments": '{"location":"B"}'}},
+    ]
+    wire_server.add(
+        Reply.sse([chunk({"tool_calls": calls}), chunk(finish="tool_calls"), "[DONE]"]),
+        answer_stream("Both hot."),
+    )
+    result = await openai_agent(wire_server).run("A and B?")
+    assert [r.content for r in result.rounds[0].results] == ["40 C in A", "40 C in B"]
+    messages = wire_server.bodies()[1]["messages"]
+    sent_ids = [c["id"] for c in messages[-3]["tool_calls"]]
+    assert len(set(sent_ids)) == 2 and all(sent_ids)
+    assert [m["tool_call_id"] for m in messages[-2:]] == sent_ids
+
+
+async def test_openai_fragments_repeating_the_name_without_id(wire_server: WireServer) -> None:
+    """Fragments that repeat the function name but carry no id or index are one call."""
+    pieces = ['{"location":', ' "Oslo"}']
+    events: list[Any] = [
+        chunk({"tool_calls": [{"function": {"name": "weather", "arguments": p}}]}) for p in pieces
+    ]
+    wire_server.add(
+        Reply.sse([*events, chunk(finish="tool_calls"), "[DONE]"]), answer_stream("Cold.")
+    )
+    result = await openai_agent(wire_server).run("Oslo?")
+    assert [(c.name, c.arguments) for c in result.rounds[0].calls] == [
+        ("weather", {"location": "Oslo"})
+    ]
+
+
 async def test_openai_refusal_is_the_answer(wire_server: WireServer) -> None:
     """Structured refusals arrive in ``delta.refusal`` (``content`` stays null)."""
     wire_server.add(
