@@ -310,15 +310,12 @@ class ChatWidget(widgets.VBox):
 
     async def _generate(self, turn: _Turn) -> RunResult | None:
         """Consume the agent's events for one turn, updating the widgets as they come."""
-        result: RunResult | None = None
         error: str | None = None
         try:
             async for event in self.agent.stream(turn.prompt, approver=self._ask_user):
                 if isinstance(event, RunStarted) and self._stop_requested:
                     self.agent.cancel()  # Stop was pressed before the run existed
-                turn.apply(event)
-                if isinstance(event, RunFinished):
-                    result = event.result
+                turn.apply(event)  # its transcript keeps the RunFinished result
                 if not self._is_current(turn):
                     continue  # new_chat() dropped this turn: finish quietly
                 if isinstance(event, Status) and not self._pending:
@@ -333,6 +330,7 @@ class ChatWidget(widgets.VBox):
             if self._is_current(turn):
                 self._clear_approvals()
                 self._set_busy(False)
+        result = turn.result
         if not self._is_current(turn):
             return result
         self.last_result = result
