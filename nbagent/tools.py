@@ -92,11 +92,10 @@ def _function_name(fn: Callable[..., Any]) -> str:
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
-    )
+    """True for async functions, also behind partials, bound methods and callable objects."""
+    from ._schema import unwrap
+
+    return inspect.iscoroutinefunction(unwrap(fn))
 
 
 class ToolRegistry(Mapping[str, Tool]):
