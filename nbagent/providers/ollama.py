@@ -156,10 +156,13 @@ class OllamaProvider:
                 raise ProviderError(self.name, None, "malformed_response", "reply has no message")
             for event in _parse_chunk(data, []):
                 yield event
-            for event in _finish(data, data.get("message", {}).get("tool_calls") or []):
+            message = data.get("message") or {}
+            reasoning = message.get("thinking") or ""
+            for event in _finish(data, message.get("tool_calls") or [], reasoning):
                 yield event
             return
         pending: list[dict[str, Any]] = []
+        thinking: list[str] = []
         last: dict[str, Any] | None = None
         async for batch in self._http.stream_ndjson_batches("/api/chat", body):
             texts: list[str] = []
@@ -172,6 +175,8 @@ class OllamaProvider:
                         texts.append(message["content"])
                     if message.get("tool_calls"):
                         pending += message["tool_calls"]  # emitted once done:true arrives
+                    if message.get("thinking"):
+                        thinking.append(message["thinking"])
                 if chunk.get("done"):
                     last = chunk
             if texts:
@@ -181,7 +186,7 @@ class OllamaProvider:
             raise ProviderError(
                 self.name, None, "incomplete_stream", "the stream ended before its done:true line"
             )
-        for event in _finish(last, pending):
+        for event in _finish(last, pending, "".join(thinking)):
             yield event
 
 
@@ -194,7 +199,9 @@ def _parse_chunk(chunk: dict[str, Any], pending: list[dict[str, Any]]) -> list[P
     return [TextChunk(text)] if text else []
 
 
-def _finish(chunk: dict[str, Any], tool_calls: list[dict[str, Any]]) -> list[ProviderEvent]:
+def _finish(
+    chunk: dict[str, Any], tool_calls: list[dict[str, Any]], thinking: str = ""
+) -> list[ProviderEvent]:
     events: list[ProviderEvent] = []
     usage = Usage(int(chunk.get("prompt_eval_count") or 0), int(chunk.get("eval_count") or 0))
     events.append(UsageReport(usage))
@@ -203,7 +210,11 @@ def _finish(chunk: dict[str, Any], tool_calls: list[dict[str, Any]]) -> list[Pro
         if call is not None:
             events.append(ToolCallReady(call))
     # done_reason is "stop" even after tool calls: calls are detected above, not here.
-    events.append(Finished(chunk.get("done_reason")))
+    # The reasoning behind calls goes back with them (gpt-oss and qwen3 templates
+    # show it to the model in the rest of the turn).
+    calls_made = any(isinstance(e, ToolCallReady) for e in events)
+    data = {"ollama_thinking": thinking} if thinking and calls_made else None
+    events.append(Finished(chunk.get("done_reason"), data))
     return events
 
 
@@ -246,10 +257,13 @@ def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
 def _expand_assistant(message: Message) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for tool_round in message.rounds or ():
+        turn: dict[str, Any] = {"role": "assistant", "content": tool_round.assistant_text or ""}
+        thinking = (tool_round.provider_data or {}).get("ollama_thinking")
+        if thinking:
+            turn["thinking"] = thinking
         out.append(
             {
-                "role": "assistant",
-                "content": tool_round.assistant_text or "",
+                **turn,
                 "tool_calls": [
                     {
                         "id": call.id,

@@ -10,7 +10,7 @@ request equivalent to the recorded one (roles, calls, results, declarations).
 It is exercised here on an httprr trace written in this file in the shape of
 langchaingo's ``TestCloudToolCall.httprr`` (ollama.com, HTTP/2.0 status lines,
 capitalised headers, a call with ``id`` and ``function.index``, a ``thinking``
-field), streamed and not.
+field, sent back with the call), streamed and not.
 """
 
 from __future__ import annotations
@@ -215,8 +215,10 @@ async def test_replay_cloud_tool_call_trace(
     cassette = await replay_ollama(path, wire_server)
     assert recorded_text(cassette.responses[-1]) == ANSWER
     sent = wire_server.bodies()[1]["messages"]
-    # The recorded call id goes back with the call and with its result.
+    # The recorded call id goes back with the call and with its result, and the
+    # reasoning that led to the call goes back with the call.
     assert sent[1]["tool_calls"][0]["id"] == "call_w1"
+    assert sent[1]["thinking"] == "Use getWeather."
     assert sent[2] == {
         "role": "tool",
         "tool_name": "getWeather",
