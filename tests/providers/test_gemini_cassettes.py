@@ -78,8 +78,12 @@ def _tools(recorded: list[dict]) -> tuple[RecordedTools, list]:
         tools.add_result(name, arguments, result)
     declared = []
     for group in recorded[0].get("tools") or []:
-        for d in group["functionDeclarations"]:
-            params = d.get("parameters") or d.get("parameters_json_schema")
+        for d in group.get("functionDeclarations") or group.get("function_declarations") or []:
+            params = (
+                d.get("parameters")
+                or d.get("parametersJsonSchema")  # the JS SDK's name
+                or d.get("parameters_json_schema")
+            )
             declared.append(tools.make_tool(d["name"], d.get("description"), params))
     return tools, declared
 

@@ -43,6 +43,18 @@ def final_text(cassette: Cassette) -> str:
     return "".join(parts)
 
 
+def _text(content: Any) -> Any:
+    """Message content as text: recorders may keep it as a list of text parts."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content
+
+
+def _role(message: dict[str, Any]) -> str:
+    # Newer SDKs send the system prompt as "developer"; nbagent sends "system".
+    return "system" if message["role"] == "developer" else message["role"]
+
+
 def recorded_results(cassette: Cassette) -> RecordedResults:
     """Tool results of the recording: calls from responses, results from later requests."""
     calls: dict[str, tuple[str, Any]] = {}
@@ -58,7 +70,7 @@ def recorded_results(cassette: Cassette) -> RecordedResults:
             if message["role"] == "tool" and message["tool_call_id"] not in seen:
                 seen.add(message["tool_call_id"])
                 name, args = calls[message["tool_call_id"]]
-                results.add(name, args, message["content"])
+                results.add(name, args, _text(message["content"]))
     return results
 
 
@@ -73,7 +85,7 @@ def agent_for(cassette: Cassette, server: WireServer, results: RecordedResults) 
         )
         for t in first.get("tools", [])
     ]
-    system = next((m["content"] for m in first["messages"] if m["role"] == "system"), None)
+    system = next((_text(m["content"]) for m in first["messages"] if _role(m) == "system"), None)
     return Agent(
         f"openai:{first['model']}",
         base_url=server.url + "/v1",
@@ -88,7 +100,7 @@ def _normal(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """What must match between a recorded and a sent history."""
     out: list[tuple[Any, ...]] = []
     for m in messages:
-        role = m["role"]
+        role = _role(m)
         if role == "assistant" and not m.get("tool_calls") and not m.get("content"):
             continue  # llm records an empty assistant message before its tool call
         if role == "assistant" and m.get("tool_calls"):
@@ -98,9 +110,9 @@ def _normal(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
             ]
             out.append(("assistant", calls))
         elif role == "tool":
-            out.append(("tool", m["tool_call_id"], m["content"]))
+            out.append(("tool", m["tool_call_id"], _text(m["content"])))
         else:
-            out.append((role, m["content"]))
+            out.append((role, _text(m["content"])))
     return out
 
 
@@ -121,7 +133,7 @@ async def test_replay_tool_cassette(wire_server: WireServer, name: str) -> None:
     results = recorded_results(cassette)
     agent = agent_for(cassette, wire_server, results)
     first_prompt = next(
-        m["content"] for m in cassette.requests[0].json()["messages"] if m["role"] == "user"
+        _text(m["content"]) for m in cassette.requests[0].json()["messages"] if m["role"] == "user"
     )
 
     result = await agent.run(first_prompt)
