@@ -140,6 +140,7 @@ class OpenAIProvider:
         done = False
         seen_text = False
         whole: dict[str, Any] | None = None
+        reasoning: dict[str, list[str]] = {}
         # One network read at a time: its text becomes one TextChunk.
         async for batch in self._http.stream_sse_batches("/chat/completions", body):
             texts: list[str] = []
@@ -172,6 +173,10 @@ class OpenAIProvider:
                             seen_text = True
                         for tool_delta in delta.get("tool_calls") or ():
                             calls.add(tool_delta)
+                        for field in _REASONING_FIELDS:
+                            piece = delta.get(field)
+                            if piece and isinstance(piece, str):
+                                reasoning.setdefault(field, []).append(piece)
                     if choice.get("finish_reason"):
                         finish_reason = choice["finish_reason"]
             if texts:
@@ -192,7 +197,8 @@ class OpenAIProvider:
             _check_empty(finish_reason)
         for call in ready:
             yield ToolCallReady(call)
-        yield Finished(finish_reason)
+        texts_by_field = {field: "".join(pieces) for field, pieces in reasoning.items()}
+        yield Finished(finish_reason, _reasoning_data(texts_by_field, ready))
 
     def _parse_reply(self, data: Any) -> list[ProviderEvent]:
         choices = data.get("choices") if isinstance(data, dict) else None
@@ -216,7 +222,10 @@ class OpenAIProvider:
         if not ready and not content:
             _check_empty(choice.get("finish_reason"))
         events += [ToolCallReady(call) for call in ready]
-        events.append(Finished(choice.get("finish_reason")))
+        texts_by_field = {
+            f: message[f] for f in _REASONING_FIELDS if isinstance(message.get(f), str)
+        }
+        events.append(Finished(choice.get("finish_reason"), _reasoning_data(texts_by_field, ready)))
         return events
 
 
@@ -250,12 +259,14 @@ def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
 def _expand_assistant(message: Message) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for tool_round in message.rounds or ():
+        echoed = (tool_round.provider_data or {}).get("openai_reasoning") or {}
         out.append(
             {
                 "role": "assistant",
                 # "" rather than null: llama.cpp's server rejects null and its
                 # templates need the key; OpenAI accepts both.
                 "content": tool_round.assistant_text or "",
+                **echoed,
                 "tool_calls": [
                     {
                         "id": call.id,
@@ -282,6 +293,18 @@ def _arguments_text(call: ToolCall) -> str:
     if call.raw_arguments is not None:
         return call.raw_arguments
     return json.dumps(call.arguments, ensure_ascii=False)
+
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where compatible servers put the model's reasoning (DeepSeek, llama.cpp, vLLM: the
+first; OpenRouter, Groq: the second)."""
+
+
+def _reasoning_data(texts: dict[str, str], calls: list[ToolCall]) -> dict[str, Any] | None:
+    """The reasoning behind tool calls, to send back with them under the server's own
+    field name: DeepSeek and Kimi thinking models reject a call turn without it."""
+    texts = {field: text for field, text in texts.items() if text}
+    return {"openai_reasoning": texts} if texts and calls else None
 
 
 def _check_empty(finish_reason: str | None) -> None:

@@ -370,3 +370,82 @@ async def test_anthropic_stream_request_answered_with_plain_json(wire_server: Wi
     assert result.output == "Plain answer."
     assert (result.usage.input_tokens, result.usage.output_tokens) == (10, 3)
     assert wire_server.bodies()[0]["stream"] is True
+
+
+async def test_openai_reasoning_goes_back_with_the_calls(wire_server: WireServer) -> None:
+    """DeepSeek (and Kimi) thinking models stream ``reasoning_content`` and reject a
+    call turn sent back without it; the final answer's reasoning is not echoed."""
+    call = {
+        "index": 0,
+        "id": "call_ds",
+        "type": "function",
+        "function": {"name": "weather", "arguments": '{"location":"Lima"}'},
+    }
+    wire_server.add(
+        Reply.sse(
+            [
+                chunk({"role": "assistant", "content": None, "reasoning_content": "Need the "}),
+                chunk({"reasoning_content": "weather."}),
+                chunk({"tool_calls": [call]}),
+                chunk(finish="tool_calls"),
+                "[DONE]",
+            ]
+        ),
+        Reply.sse(
+            [
+                chunk({"reasoning_content": "Answer now."}),
+                chunk({"content": "Lima: 40 C."}),
+                chunk(finish="stop"),
+                "[DONE]",
+            ]
+        ),
+    )
+    agent = openai_agent(wire_server)
+    result = await agent.run("Lima?")
+    assert result.output == "Lima: 40 C."
+    turn = wire_server.bodies()[1]["messages"][-2]
+    assert turn["role"] == "assistant" and turn["tool_calls"][0]["id"] == "call_ds"
+    assert turn["reasoning_content"] == "Need the weather."
+    # Next turn: the history's final answer carries no reasoning, the call turn keeps it.
+    wire_server.add(answer_stream("Bye."))
+    await agent.run("Thanks")
+    messages = wire_server.bodies()[2]["messages"]
+    assert [m.get("reasoning_content") for m in messages if m["role"] == "assistant"] == [
+        "Need the weather.",
+        None,
+    ]
+
+
+async def test_openai_reasoning_field_name_is_kept(wire_server: WireServer) -> None:
+    """Groq and OpenRouter call it ``reasoning``: it goes back under that name only."""
+    call = {
+        "id": "call_gq",
+        "type": "function",
+        "function": {"name": "weather", "arguments": '{"location":"Quito"}'},
+    }
+    message = {
+        "role": "assistant",
+        "content": None,
+        "reasoning": "Call weather.",
+        "tool_calls": [call],
+    }
+    wire_server.add(
+        Reply(200, {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}),
+        Reply(
+            200,
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "Mild."},
+                        "finish_reason": "stop",
+                    }
+                ]
+            },
+        ),
+    )
+    result = await openai_agent(wire_server, stream=False).run("Quito?")
+    assert result.output == "Mild."
+    turn = wire_server.bodies()[1]["messages"][-2]
+    assert turn["reasoning"] == "Call weather."
+    assert "reasoning_content" not in turn
