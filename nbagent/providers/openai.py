@@ -295,14 +295,15 @@ def _arguments_text(call: ToolCall) -> str:
     return json.dumps(call.arguments, ensure_ascii=False)
 
 
-_REASONING_FIELDS = ("reasoning_content", "reasoning")
-"""Where compatible servers put the model's reasoning (DeepSeek, llama.cpp, vLLM: the
-first; OpenRouter, Groq: the second)."""
+_REASONING_FIELDS = ("reasoning_content",)
+"""Where DeepSeek, Moonshot (Kimi), llama.cpp and vLLM put the model's reasoning.
+OpenRouter's and Groq's ``reasoning`` is not echoed: it is optional there, and
+OpenRouter wants its signed ``reasoning_details`` rather than the plain text."""
 
 
 def _reasoning_data(texts: dict[str, str], calls: list[ToolCall]) -> dict[str, Any] | None:
-    """The reasoning behind tool calls, to send back with them under the server's own
-    field name: DeepSeek and Kimi thinking models reject a call turn without it."""
+    """The reasoning behind tool calls, to send back with them: DeepSeek and Kimi
+    thinking models reject a call turn without its ``reasoning_content``."""
     texts = {field: text for field, text in texts.items() if text}
     return {"openai_reasoning": texts} if texts and calls else None
 
