@@ -15,6 +15,16 @@ Typical use from any adapter's tests::
         agent = Agent("openai:gpt-4o-mini", base_url=wire_server.url + "/v1", api_key="k")
         ...
         assert wire_server.bodies()[1]["messages"][-1]["role"] == "tool"
+
+Replaying other recordings (any path; ``DATA / name`` keeps an absolute path):
+
+* requests + responses, one tool conversation per file:
+  ``test_openai_replay.test_replay_tool_cassette(wire_server, path)``,
+  ``test_anthropic_cassettes.test_replay_tool_cassette(path, wire_server)``,
+  ``test_gemini_cassettes.test_replay_tool_cassette(path, stream, wire_server)``,
+  ``test_ollama_exchange_replay.replay_ollama(path, wire_server)``;
+* response bodies only (Prism ``-1``, ``-2``...), any API:
+  ``test_body_series_replay.replay_bodies(provider, paths, wire_server, stream=...)``.
 """
 
 from __future__ import annotations
