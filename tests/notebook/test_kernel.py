@@ -11,7 +11,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import HtmlFacts, assert_inert
+from html_facts import HtmlFacts, assert_inert
 from jupyter_client import KernelManager
 from nbclient import NotebookClient
 

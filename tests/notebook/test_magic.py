@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import HtmlFacts, assert_inert
+from html_facts import HtmlFacts, assert_inert
 from IPython.core.error import UsageError
 
 from nbagent import Conversation, RunResult, tool

@@ -8,7 +8,7 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import HtmlFacts, assert_inert
+from html_facts import HtmlFacts, assert_inert
 
 from nbagent import Agent, RunResult, Tool, ToolCall, ToolResult, ToolRound, Usage
 from nbagent.events import (
