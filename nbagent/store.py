@@ -202,14 +202,14 @@ class Store:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._db = self._open()
+                self._db = self._open_when_free()
             except sqlite3.DatabaseError as error:
                 if not _is_corrupt(error):
                     raise
                 self._move_aside(error)
                 if self._disabled:
                     return None
-                self._db = self._open()
+                self._db = self._open_when_free()
         except NewerSchemaError as error:
             self._disable(str(error))
         except OSError as error:  # the folder cannot be made: it will not fix itself
@@ -218,6 +218,22 @@ class Store:
             # Not remembered: a locked file may work next time.
             _warn(f"nbagent history unavailable ({self.path}): {error}")
         return self._db
+
+    def _open_when_free(self) -> sqlite3.Connection:
+        """:meth:`_open`, retried while another process holds the file.
+
+        Two kernels opening a new file at once race on switching it to WAL and on the
+        first migration; SQLite reports some of those collisions as "database is
+        locked" at once, without calling the busy handler, so wait and retry here.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                return self._open()
+            except sqlite3.OperationalError as error:
+                if not _is_busy(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(random.uniform(0.01, 0.1))
 
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(
