@@ -677,3 +677,19 @@ class HttpSession:
         where = self.redact(self.base_url)
         detail = self.redact(str(exc)) or type(exc).__name__
         return self.error(None, kind, f"{text} {where}{tries} ({detail})", retryable=True)
+
+
+class HttpProvider:
+    """What every HTTP adapter shares: a repr that never shows the key, and closing."""
+
+    name: str
+    model: str
+    base_url: str
+    _http: HttpSession
+
+    def __repr__(self) -> str:  # never the key: secrets in the base URL are redacted too
+        base_url = self._http.redact(self.base_url)
+        return f"{type(self).__name__}(model={self.model!r}, base_url={base_url!r})"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

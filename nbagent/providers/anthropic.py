@@ -18,7 +18,7 @@ import httpx
 
 from ..errors import ConfigError, ProviderError
 from ..messages import ToolCall, ToolRound, Usage
-from ._http import HttpSession
+from ._http import HttpProvider, HttpSession
 from ._schema_convert import NameMap
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 
@@ -374,7 +374,7 @@ def decode_message(payload: Mapping[str, Any], names: NameMap | None = None) -> 
 # --------------------------------------------------------------------------- provider
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     """Claude models over the Messages API.
 
     Args:
@@ -427,10 +427,6 @@ class AnthropicProvider:
             backoff=backoff,
         )
 
-    def __repr__(self) -> str:  # never the key
-        base_url = self._http.redact(self.base_url)
-        return f"AnthropicProvider(model={self.model!r}, base_url={base_url!r})"
-
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         names = tool_names(request)
         body = build_body(request, self.model, names, self.extra)
@@ -453,6 +449,3 @@ class AnthropicProvider:
             if decoder.done:
                 return
         decoder.close()
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

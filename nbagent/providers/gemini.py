@@ -21,7 +21,7 @@ import httpx
 
 from ..errors import ConfigError, ProviderError
 from ..messages import ToolCall, ToolRound, Usage, new_id
-from ._http import HttpSession
+from ._http import HttpProvider, HttpSession
 from ._schema_convert import NameMap, to_gemini_schema
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 
@@ -284,7 +284,7 @@ class ResponseDecoder:
 # --------------------------------------------------------------------------- provider
 
 
-class GeminiProvider:
+class GeminiProvider(HttpProvider):
     """Gemini models over the Gemini API (AI Studio keys; Vertex AI is not covered).
 
     Args:
@@ -336,10 +336,6 @@ class GeminiProvider:
             backoff=backoff,
         )
 
-    def __repr__(self) -> str:  # never the key
-        base_url = self._http.redact(self.base_url)
-        return f"GeminiProvider(model={self.model!r}, base_url={base_url!r})"
-
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         names = tool_names(request)
         body = build_body(request, names, self.extra)
@@ -366,6 +362,3 @@ class GeminiProvider:
         if exc.status in (400, 403) and "api key" in text.replace("_", " ") and hint not in text:
             return self._http.error(exc.status, exc.error_type, f"{exc.message} ({hint})")
         return exc
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

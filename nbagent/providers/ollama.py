@@ -15,7 +15,7 @@ import httpx
 
 from ..errors import ConfigError, ProviderError
 from ..messages import Message, ToolCall, ToolResult, Usage, new_id
-from ._http import HttpSession
+from ._http import HttpProvider, HttpSession
 from .base import (
     Finished,
     ModelRequest,
@@ -72,7 +72,7 @@ def _split_host_port(hostport: str) -> tuple[str, str]:
     return hostport, ""  # a bare name or a bare IPv6 address
 
 
-class OllamaProvider:
+class OllamaProvider(HttpProvider):
     """Ollama ``/api/chat`` with tools, streaming NDJSON or one JSON reply."""
 
     name = "ollama"
@@ -105,14 +105,6 @@ class OllamaProvider:
             max_retries=max_retries,
             timeout=timeout,
         )
-
-    def __repr__(self) -> str:
-        return (
-            f"OllamaProvider(model={self.model!r}, base_url={self._http.redact(self.base_url)!r})"
-        )
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The /api/chat request body for ``request``."""

@@ -17,7 +17,7 @@ import httpx
 
 from ..errors import ConfigError, ProviderError
 from ..messages import Message, ToolCall, ToolResult, Usage, new_id
-from ._http import HttpSession
+from ._http import HttpProvider, HttpSession
 from .base import (
     Finished,
     ModelRequest,
@@ -34,7 +34,7 @@ def _is_openai(base_url: str) -> bool:
     return (urlsplit(base_url).hostname or "").endswith("openai.com")
 
 
-class OpenAIProvider:
+class OpenAIProvider(HttpProvider):
     """Chat Completions over httpx, streaming (SSE) or not, with tool calls."""
 
     name = "openai"
@@ -90,14 +90,6 @@ class OpenAIProvider:
             max_retries=max_retries,
             timeout=timeout,
         )
-
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIProvider(model={self.model!r}, base_url={self._http.redact(self.base_url)!r})"
-        )
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
     # -- request -------------------------------------------------------------------
 
