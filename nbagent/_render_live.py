@@ -11,18 +11,26 @@ in the cell's thread (that is where ipykernel routes stdin). So the approver onl
 posts an :class:`_ApprovalRequest` into the same stream as the events; the cell's
 thread answers it (through ``input()``, or the ``NBAGENT_APPROVAL`` policy when
 there is no stdin) and the approver's future resolves.
+
+Terminal IPython cannot update a display (its plain DisplayPublisher prints every
+update again), so with ``live=False`` a :class:`TerminalPrinter` appends progress
+to stdout instead: status changes, the streamed text as it arrives and one line
+per finished round; at the end it prints only what was not shown yet (the rest
+of the answer, e.g. a stop note, and the footer).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .agent import Agent
+from .events import RoundFinished, Status, TextDelta
 from .messages import ToolCall
 from .tools import Tool
 
@@ -30,7 +38,7 @@ if TYPE_CHECKING:
     from .loop import RunResult
     from .render import Transcript
 
-__all__ = ["UPDATE_INTERVAL", "CellRun"]
+__all__ = ["UPDATE_INTERVAL", "CellRun", "TerminalPrinter"]
 
 UPDATE_INTERVAL = 0.1
 """Seconds between live display updates (at most ~10 a second, however fast tokens come)."""
@@ -52,6 +60,77 @@ class _Failure:
     error: BaseException
 
 
+class TerminalPrinter:
+    """Appends a run's progress to stdout, for terminals that cannot redraw.
+
+    Never re-prints: text already written stays, later output goes below it. Every
+    piece of model or tool text goes through the same control-character filter as
+    ``render_result_text`` (a model must not drive the terminal), and every write is
+    flushed so progress shows while a slow model is still working.
+    """
+
+    def __init__(self) -> None:
+        self.streamed = ""
+        """Text streamed since the last finished round (the answer, once the run ends)."""
+        self._status = ""
+        self._at_line_start = True
+
+    def _write(self, text: str) -> None:
+        from .render import _terminal_safe
+
+        if not text:
+            return
+        out = sys.stdout  # looked up per write: IPython and pytest swap it
+        out.write(_terminal_safe(text))
+        out.flush()
+        self._at_line_start = text.endswith("\n")
+
+    def end_line(self) -> None:
+        """Finish a partly written line (before a status line or an input() prompt)."""
+        if not self._at_line_start:
+            self._write("\n")
+
+    def _line(self, text: str) -> None:
+        self.end_line()
+        self._write(text + "\n")
+
+    def feed(self, event: Any) -> None:
+        from .render import round_summary
+
+        if isinstance(event, TextDelta):
+            if event.text and not self.streamed:
+                self.end_line()  # the text starts on its own line, under the status
+            self.streamed += event.text
+            self._write(event.text)
+        elif isinstance(event, Status):
+            if event.text != self._status:
+                self._status = event.text
+                self._line(f"· {event.text}")
+        elif isinstance(event, RoundFinished):
+            self._line(f"▸ {round_summary(event.round, event.round_index)}")
+            self.streamed = ""
+
+    def finish(self, result: RunResult | None, *, interrupted: bool) -> None:
+        """Print what the stream did not show: the rest of the answer and the footer."""
+        from .render import _footer_text
+
+        if result is None:  # interrupted before the run could report how it ended
+            self._line("[run cancelled]" if interrupted else "[run ended without a result]")
+            return
+        output = result.output
+        if output.startswith(self.streamed):
+            rest = output[len(self.streamed) :]  # e.g. "\n\n[run cancelled]"
+            self._write(rest.lstrip("\n") if self._at_line_start else rest)
+        else:  # the final text was not streamed (or differs): show it whole
+            self.end_line()
+            self._write(output)
+        footer = _footer_text(
+            result.model, len(result.rounds), result.usage, result.elapsed_s, result.stop_reason
+        )
+        self.end_line()
+        self._write(f"\n— {footer}\n")
+
+
 _TICK = object()  # "nothing new": lets the cell's thread flush throttled updates
 _END = object()
 
@@ -61,8 +140,8 @@ class CellRun:
 
     Independent of IPython's magic machinery: ``display(bundle)`` must show a mime
     bundle and return a handle with ``update(bundle, raw=True)``. With ``live=False``
-    (terminal IPython, where every update would print again) only the final
-    rendering is displayed.
+    (terminal IPython, where every update would print again) ``display`` is not
+    used: a :class:`TerminalPrinter` appends the progress to stdout instead.
     """
 
     def __init__(
@@ -86,6 +165,7 @@ class CellRun:
         self.display = display
         self.live = live
         self.handle: Any = None
+        self.printer: TerminalPrinter | None = None if live else TerminalPrinter()
         self.updates = 0
         """Display updates sent after the first display (for tests and benchmarks)."""
         self.interrupted = False
@@ -103,6 +183,10 @@ class CellRun:
 
             async def ask_in_cell(call: ToolCall, tool: Tool) -> tuple[bool, str]:
                 answer: concurrent.futures.Future[tuple[bool, str]] = concurrent.futures.Future()
+                # The run's events before this call (its text, "Using ...") still sit in
+                # the run's own queue: one turn of the event loop lets pump() move them
+                # into ours first, so the question comes after them, not before.
+                await asyncio.sleep(0)
                 await queue.put(_ApprovalRequest(call, tool, answer))
                 return await asyncio.wrap_future(answer)
 
@@ -179,13 +263,15 @@ class CellRun:
     def _finish_display(self) -> None:
         if self.interrupted:
             self.transcript.mark_interrupted()
-        if self.live:
-            self._refresh(force=True)  # always a final update, whatever the throttle held back
+        if self.printer is not None:
+            self.printer.finish(self.transcript.result, interrupted=self.interrupted)
         else:
-            self.handle = self.display(self.transcript.bundle())
+            self._refresh(force=True)  # always a final update, whatever the throttle held back
 
     def _handle(self, item: Any) -> None:
         if isinstance(item, _ApprovalRequest):
+            if self.printer is not None:
+                self.printer.end_line()  # the question gets a line of its own
             self._refresh(force=True)
             decision = self._ask(item)
             try:
@@ -194,6 +280,8 @@ class CellRun:
                 pass  # the run was cancelled while we asked; nobody waits for the answer
         elif item is not _TICK:
             self._dirty = self.transcript.feed(item) or self._dirty
+            if self.printer is not None:
+                self.printer.feed(item)
         self._refresh()
 
     def _ask(self, request: _ApprovalRequest) -> tuple[bool, str]:

@@ -327,16 +327,7 @@ def test_live_updates_are_throttled(shell: Any) -> None:
     assert shell.user_ns["_agent"].output == text
 
 
-def test_terminal_ipython_prints_only_the_final_text(
-    shell: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from IPython.core.displaypub import DisplayPublisher
-
-    shell.display_pub = DisplayPublisher(shell=shell)
-    use(ScriptedModel(["streamed " * 50]))
-    shell.run_cell_magic("agent", "", "hi")
-    out = capsys.readouterr().out
-    assert out.count(("streamed " * 50).strip()) == 1 and out.count("— scripted · 0 rounds") == 1
+# Terminal IPython (no display updates): tests/notebook/test_terminal.py
 
 
 def test_line_magic_commands(
