@@ -4,13 +4,15 @@
 ships; ``local:/path/to/model.gguf`` runs any GGUF with a chat template.
 
 A 135M model cannot be trusted to write a well-formed tool call, so it is never
-asked to: every reply is decoded under a GBNF grammar that allows exactly two
-shapes, chosen by the first characters the model produces:
+asked to. A reply is made in up to two steps:
 
-* ``<tool_call>{"name": "<a real tool>", "arguments": <JSON matching that tool's schema>}``
-* free answer text (anything that does not start with ``<``), streamed token by token.
+* the decision: a few-shot prompt built from the tools' descriptions, after which
+  the likeliest of the tool names and "none" is chosen from the model's logits;
+* for a tool, the call ``<tool_call>{"name": ..., "arguments": `` is prefilled and
+  the arguments are decoded under a GBNF grammar of that tool's JSON schema;
+  otherwise the answer text is streamed token by token.
 
-With ``tool_choice="none"`` only the answer branch exists. The model is loaded
+With ``tool_choice="none"`` only the answer step exists. The model is loaded
 once per process (cached by path, context size and threads) and shared; one lock
 per model serialises requests because a llama.cpp context is single-threaded.
 Generation runs in a worker thread, so the event loop (the kernel, the Stop
@@ -24,6 +26,7 @@ import atexit
 import importlib.util
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -222,13 +225,31 @@ def decision_messages(request: ModelRequest, tools: list[ToolSpec]) -> list[dict
         + "\n- none: no tool; chat, greetings, writing and general knowledge"
     )
     shots = [(_NO_TOOL_SHOTS[0], "none"), (_NO_TOOL_SHOTS[1], "none")]
-    shots += [(_first_line(t.description).rstrip(".") + ".", t.name) for t in tools]
+    shots += [(_tool_shot(t), t.name) for t in tools]
     shots.append((_NO_TOOL_SHOTS[2], "none"))
     out = [{"role": "system", "content": system}]
     for user, answer in shots:
         out += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
     out.append({"role": "user", "content": _last_user_text(request)})
     return out
+
+
+def _tool_shot(spec: ToolSpec) -> str:
+    """The example request for a tool: its description's first line plus a value per
+    parameter ("Look up the capital city of a country: France."), the value taken from
+    an "e.g." in the parameter's description when there is one. With a value the
+    example reads like a request rather than a description."""
+    values = []
+    for name, schema in (spec.parameters.get("properties") or {}).items():
+        match = re.search(r"e\.g\.\s*([^,;]+)", schema.get("description") or "")
+        if match:
+            values.append(match.group(1).strip().rstrip("."))
+        elif schema.get("type") in ("number", "integer"):
+            values.append(str(3 + len(values) * 4))  # 3, 7, 11: distinct small numbers
+        else:
+            values.append(name)
+    head = _first_line(spec.description).rstrip(".") or spec.name
+    return f"{head}: {', '.join(values)}." if values else f"{head}."
 
 
 def _first_line(text: str) -> str:
@@ -313,12 +334,6 @@ def _append_user(out: list[dict[str, str]], text: str) -> None:
         out[-1] = {"role": "user", "content": out[-1]["content"] + "\n\n" + text}
     else:
         out.append({"role": "user", "content": text})
-
-
-def decision_grammar(tools: list[ToolSpec]) -> str:
-    """GBNF for the decision: exactly one real tool name, or "none"."""
-    names = [json.dumps(t.name) for t in tools] + ['"none"']
-    return "root ::= " + " | ".join(names) + "\n"
 
 
 def arguments_grammar(spec: ToolSpec) -> str:
@@ -446,7 +461,12 @@ class LocalProvider:
         usage = Usage()
 
         def complete(
-            model: Any, prompt: str, prompt_tokens: int, grammar: str | None, limit: int
+            model: Any,
+            prompt: str,
+            prompt_tokens: int,
+            grammar: str | None,
+            limit: int,
+            bias: dict[int, float] | None = None,
         ) -> Iterator[str]:
             """Generate under ``grammar``; yields text pieces, stops between tokens on cancel."""
             usage.input_tokens += prompt_tokens
@@ -457,6 +477,7 @@ class LocalProvider:
                 # call it penalises the quotes and braces the call must repeat
                 # (strings then never close), so it applies to answers only.
                 "repeat_penalty": 1.0 if grammar else 1.1,
+                **({"logit_bias": bias} if bias else {}),
                 **request.extra,
             }
             grammar_obj = LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
@@ -475,13 +496,14 @@ class LocalProvider:
             called = _called_this_turn(request)
             candidates = [t for t in request.tools if t.name not in called]
         if candidates:
-            # 1. The decision: a grammar that admits only a real tool name or "none".
+            # 1. The decision: which of the tool names or "none" is the likeliest reply.
             router = loaded.router
             prompt, prompt_tokens = self._fit(
                 router, formatter, decision_messages(request, candidates), 8, ROUTER_CTX
             )
-            grammar = decision_grammar(candidates)
-            choice = "".join(complete(router, prompt, prompt_tokens, grammar, 16)).strip()
+            usage.input_tokens += prompt_tokens
+            choice = choose(router, prompt, [t.name for t in candidates] + ["none"])
+            usage.output_tokens += 1
             spec = next((t for t in candidates if t.name == choice), None)
             if stop.is_set():
                 return
@@ -512,7 +534,8 @@ class LocalProvider:
         # 3. The answer, streamed token by token.
         prompt, prompt_tokens = self._fit(llm, formatter, chat_messages(request), max_tokens)
         produced = False
-        for piece in complete(llm, prompt, prompt_tokens, None, max_tokens):
+        bias = _copy_bias(llm, request)
+        for piece in complete(llm, prompt, prompt_tokens, None, max_tokens, bias):
             if piece:
                 produced = True
                 put("event", TextChunk(piece))
@@ -547,6 +570,67 @@ class LocalProvider:
                     f"(minus {max_tokens} for the answer); raise NBAGENT_LOCAL_CTX or n_ctx=",
                 )
             del messages[1]  # keep the system prompt; drop the oldest turn
+
+
+def choose(llm: Any, prompt: str, options: list[str]) -> str:
+    """The option the model most likely writes after ``prompt``.
+
+    A constrained greedy choice over the options' tokens: at each point where the
+    options still left differ, take the token with the highest logit among theirs.
+    Names with distinct first tokens are decided by one forward pass over the prompt
+    (same outcome as greedy decoding under a grammar of the names, but without
+    partial tokens: a grammar also admits "c" or "n" as a first token, and a small
+    model's favourite partial token then decides between unrelated names).
+    """
+    tokens = _tokens(llm, prompt)
+    left = [(o, t) for o in options if (t := _tokens(llm, o))]
+    depth = 0
+    while len(left) > 1:
+        logits = _logits_after(llm, tokens)
+        best = max({t[depth] for _, t in left}, key=lambda k: logits[k])
+        left = [(o, t) for o, t in left if t[depth] == best]
+        tokens = tokens + [best]
+        depth += 1
+        # A name that is a prefix of another ("add", "add_all") wins once it is complete.
+        ended = [(o, t) for o, t in left if len(t) == depth]
+        if ended:
+            return ended[0][0]
+    return left[0][0] if left else options[-1]
+
+
+def _logits_after(llm: Any, tokens: list[int]) -> Any:
+    """Next-token logits after ``tokens``; reuses the context's cached common prefix."""
+    import numpy as np
+
+    cached = llm.input_ids[: llm.n_tokens].tolist()
+    keep = 0
+    limit = min(len(cached), len(tokens) - 1)  # evaluate at least one token
+    while keep < limit and cached[keep] == tokens[keep]:
+        keep += 1
+    llm.n_tokens = keep
+    llm.eval(tokens[keep:])
+    return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).copy()
+
+
+# Added to the logits of the tokens of this turn's tool results while the answer is
+# written. A small model often restates a result from its own arithmetic ("1234 +
+# 4321 = 5567" after the tool said 5555); a mild pull towards the result's tokens
+# makes it copy instead. Larger values made it open answers with stray digits.
+COPY_BIAS = 1.0
+
+
+def _copy_bias(llm: Any, request: ModelRequest) -> dict[int, float]:
+    last = request.messages[-1] if request.messages else None
+    if last is None or last.role != "assistant":
+        return {}
+    ids: set[int] = set()
+    for tool_round in last.rounds or []:
+        for result in tool_round.results:
+            if result.ok and result.content:
+                # Both spellings: with and without the space a word takes mid-sentence.
+                for text in (result.content, " " + result.content):
+                    ids.update(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+    return {token: COPY_BIAS for token in ids}
 
 
 def _tokens(llm: Any, prompt: str) -> list[int]:
