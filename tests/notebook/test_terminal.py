@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import _thread
 import io
+import os
+import re
 import sys
 import threading
 import time
 from typing import Any
 
+import pexpect  # comes with IPython on POSIX; listed in the dev extra
 import pytest
 
 from nbagent import tool
@@ -218,3 +221,69 @@ def test_approval_question_gets_its_own_line(term: Any, monkeypatch: pytest.Monk
     assert '\nnbagent: allow launch(target="moon")? [y/N] ' in text
     order = positions(text, "Launching", "nbagent: allow", "▸ Round 1 · launch · ok", "done")
     assert order == sorted(order)
+
+
+_STARTUP = '''
+import time
+from nbagent import tool
+from nbagent.magic import use
+from nbagent.testing import ScriptedModel, call, reply
+
+@tool
+def get_weather(city: str) -> str:
+    """Weather for a city."""
+    time.sleep(0.5)
+    return f"Sunny in {city}"
+
+def script(request):
+    if request.prompt.startswith("long"):
+        return "word " * 3000
+    if request.round_index == 0:
+        return reply("Let me check.", [call("get_weather", city="Oslo")])
+    return reply(f"It is \\x1b[31mred: {request.tool_results[-1].content}.")
+
+get_ipython().run_line_magic("load_ext", "nbagent")
+use(ScriptedModel(script, chunk_size=4, delay=0.05))
+'''
+
+
+def test_real_terminal_ipython_in_a_pty(tmp_path: Any) -> None:
+    """The real ``ipython`` program (prompt_toolkit, plain DisplayPublisher) in a pty."""
+    startup = tmp_path / "startup.py"
+    startup.write_text(_STARTUP)
+    env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"), TERM="xterm")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "IPython", "--no-banner", "--colors=NoColor", "-i", str(startup)],
+        env=env,
+        encoding="utf-8",
+        dimensions=(40, 200),
+        timeout=60,
+    )
+    try:
+        child.expect(r"In \[\d+\]:")
+        child.send("%%agent\rweather in Oslo?")
+        child.send("\x1b\r")  # Esc, Enter: run the cell
+        # While the tool sleeps, the text and status before it are already on screen.
+        child.expect("Using Get Weather…")
+        before_tool = child.before
+        child.expect("▸ Round 1 · get_weather · ok · ")
+        child.expect(r"In \[\d+\]:")
+        cell = before_tool + "Using Get Weather…" + child.before
+        plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", cell)  # prompt_toolkit's own codes
+        order = positions(plain, "Analyzing request…", "Let me check.", "It is ", "— scripted")
+        assert order == sorted(order)
+        assert "\ufffd[31mred: Sunny in Oslo." in plain and "\x1b[31mred" not in cell
+        child.send("%%agent\rlong story")
+        child.send("\x1b\r")
+        child.expect("word word word")
+        child.sendintr()  # Ctrl-C
+        child.expect(r"In \[\d+\]:")
+        assert child.before.count("[run cancelled]") == 1 and "stopped: cancelled" in child.before
+        child.send("print('RESULT', _agent.stop_reason)\r")
+        child.expect(r"RESULT (\w+)")
+        assert child.match.group(1) == "cancelled"
+        child.send("exit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
