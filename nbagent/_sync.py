@@ -135,9 +135,15 @@ def iterate_in_background(
         pump.drain()
         raise
     while True:
+        # Everything between two items sits inside this try, the queue.Empty handler
+        # included: a Ctrl-C landing while that handler runs must still cancel the run
+        # instead of escaping with the run left going.
         try:
-            # A timeout keeps the wait interruptible by Ctrl-C on every platform.
-            kind, payload = pump.items.get(timeout=0.1)
+            try:
+                # A timeout keeps the wait interruptible by Ctrl-C on every platform.
+                kind, payload = pump.items.get(timeout=0.1)
+            except queue.Empty:
+                continue
             if kind == "done":
                 break
             if kind == "error":
@@ -148,8 +154,6 @@ def iterate_in_background(
                 pump.stop(loop)
                 pump.drain()
                 raise
-        except queue.Empty:
-            continue
         except KeyboardInterrupt:
             if interrupted:  # a second Ctrl-C: stop waiting for the run to wrap up
                 raise
