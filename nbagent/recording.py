@@ -39,6 +39,7 @@ from typing import Any
 
 import httpx
 
+from ._store_values import REDACTED  # one marker for history and recordings
 from .errors import ConfigError, ReplayMissError
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset(
     {
         "authorization",
