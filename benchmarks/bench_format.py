@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nbagent._format import to_model_text
+from nbagent.values import to_model_text
 from nbagent.tools import PER_CALL_CHARS
 
 ROWS = 10_000_000

@@ -20,7 +20,7 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .loop import RunResult
+from .results import RunResult
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, ToolSpec, Usage
 from .tools import REGISTRY, Tool, tool
 

@@ -35,7 +35,7 @@ from .messages import ToolCall
 from .tools import Tool
 
 if TYPE_CHECKING:
-    from .loop import RunResult
+    from .results import RunResult
     from .render import Transcript
 
 __all__ = ["UPDATE_INTERVAL", "CellRun", "TerminalPrinter"]
@@ -292,7 +292,7 @@ class CellRun:
         try:
             answer = input(question)
         except (NotImplementedError, EOFError, OSError):  # IPython's StdinNotImplementedError
-            from ._approval import policy_approver
+            from .tools.approval import policy_approver
 
             approved, who = policy_approver()(request.call, request.tool)
             return approved, f"{who} (no stdin)"

@@ -14,6 +14,8 @@ import io
 import json
 from typing import Any
 
+from .values import frame_shape, is_frame
+
 _MAX_TEXT_CHARS = 20_000
 
 
@@ -45,15 +47,12 @@ def _json_or_text(text: str) -> str:
 
 
 def _dataframe_html(value: Any, max_rows: int) -> str:
-    import pandas as pd
-
-    frame = value.to_frame() if isinstance(value, pd.Series) else value
-    rows, cols = frame.shape
+    kind, rows, cols = frame_shape(value)
+    frame = value.to_frame() if kind == "Series" else value
     # escape=True escapes cells, column names and the index; render_links stays off.
     table = frame.head(max_rows).to_html(
         escape=True, border=0, classes="nba-table", max_cols=50, notebook=False
     )
-    kind = "Series" if isinstance(value, pd.Series) else "DataFrame"
     shown = min(rows, max_rows)
     note = f"{kind}: {rows:,} rows × {cols:,} columns"
     if shown < rows:
@@ -99,8 +98,7 @@ def render_value_html(value: Any, content: str = "", *, max_rows: int = 10) -> s
         return _json_or_text(content)
     if isinstance(value, str):
         return _pre(value)
-    module = _module(value)
-    if module.startswith("pandas") and type(value).__name__ in ("DataFrame", "Series"):
+    if is_frame(value):
         return _dataframe_html(value, max_rows)
     png = _figure_png(value)
     if png is not None:

@@ -6,7 +6,8 @@ import json
 import sqlite3
 from typing import Any
 
-from ._store_values import Scrubber, preview_value, scrub_optional
+from .redaction import Scrubber, scrub_optional
+from .values import preview_value
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
 
 INTERRUPTED_NOTE = "[run interrupted: the kernel stopped before it finished]"

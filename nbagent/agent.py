@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .events import Event, RunFinished
-from .loop import LoopSettings, Run, RunResult
+from .loop import LoopSettings, Run
 from .messages import Conversation
 from .providers import Provider, get_provider, resolve_model, split_model
+from .results import RunResult, set_renderer
 from .tools import Approver, Tool, as_tools
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ class Agent:
         provider = self.provider
         self._writer = None
         if self.store is not None:
-            from .store import collect_secrets
+            from .redaction import collect_secrets
 
             secrets = collect_secrets(self._provider_options, self._provider_options.get("env"))
             self._writer = self.store.writer(self.conversation, secrets=secrets, provider=provider)
@@ -283,3 +284,13 @@ class Agent:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _render_result(result: RunResult) -> dict[str, str]:
+    """The renderer behind ``RunResult``'s display (see :func:`nbagent.results.set_renderer`)."""
+    from .render import result_mime_bundle
+
+    return result_mime_bundle(result)
+
+
+set_renderer(_render_result)

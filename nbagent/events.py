@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .messages import ToolCall, ToolResult, ToolRound
-
-if TYPE_CHECKING:
-    from .agent import RunResult
+from .results import RunResult
 
 
 @dataclass

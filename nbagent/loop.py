@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ToolError
@@ -37,6 +37,7 @@ from .providers.base import (
     ToolCallReady,
     UsageReport,
 )
+from .results import RunResult, stop_reason_words
 from .tools import PER_CALL_CHARS, PER_ROUND_CHARS, Approver, Tool, execute_round
 
 logger = logging.getLogger("nbagent")
@@ -87,54 +88,6 @@ class LoopSettings:
     approver: Approver | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None
-
-
-@dataclass
-class RunResult:
-    """What a run produced."""
-
-    output: str
-    """The final answer text (or what was gathered when the run stopped early)."""
-    rounds: list[ToolRound]
-    stop_reason: str
-    """"complete" | "max_rounds" | "tool_errors" | "timeout" | "cancelled" | "token_budget"."""
-    usage: Usage
-    """Totals of this run; each round carries its own ``usage`` too."""
-    model: str
-    conversation_id: str
-    elapsed_s: float = 0.0
-    message: Message | None = field(default=None, repr=False)
-
-    @property
-    def tool_results(self) -> list[Any]:
-        """The Python values the tools returned, in call order (DataFrames stay DataFrames)."""
-        return [r.value for rnd in self.rounds for r in rnd.results if r.ok]
-
-    def __repr__(self) -> str:
-        # Short on purpose: the dataclass default would dump every round, call and value.
-        output = self.output if len(self.output) <= 80 else self.output[:79] + "…"
-        calls = sum(len(r.calls) for r in self.rounds)
-        return (
-            f"RunResult(output={output!r}, stop_reason={self.stop_reason!r}, "
-            f"rounds={len(self.rounds)}, calls={calls}, usage={self.usage!r}, "
-            f"model={self.model!r})"
-        )
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        # IPython's text/plain: the same plain-text twin the %%agent cell shows.
-        from .render import render_result_text
-
-        printer.text(render_result_text(self))
-
-    def _repr_html_(self) -> str:
-        from .render import render_result_html
-
-        return render_result_html(self)
-
-    def _repr_markdown_(self) -> str:
-        from .render import render_result_markdown
-
-        return render_result_markdown(self)
 
 
 def title_case(name: str) -> str:
@@ -441,7 +394,7 @@ class Run:
             message=self.message,
         )
         if stop_reason != "complete":
-            self._emit(Status(f"Stopped: {stop_reason.replace('_', ' ')}"))
+            self._emit(Status(f"Stopped: {stop_reason_words(stop_reason)}"))
         logger.info(
             "run finished: stop_reason=%s rounds=%d tokens=%d",
             stop_reason,

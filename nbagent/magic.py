@@ -30,9 +30,10 @@ from ._render_live import UPDATE_INTERVAL, CellRun
 from .agent import Agent
 from .errors import ConfigError, NbAgentError
 from .tools import REGISTRY, Tool
+from .values import prompt_text
 
 if TYPE_CHECKING:
-    from .loop import RunResult
+    from .results import RunResult
 
 __all__ = ["UPDATE_INTERVAL", "AgentMagics", "CellRun", "current_agent", "register", "use"]
 
@@ -75,24 +76,6 @@ def current_agent(shell: Any = None) -> Agent:
 # --- prompt interpolation ----------------------------------------------------------
 
 _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
-_VALUE_CHARS = 2_000
-
-
-def describe_value(value: Any) -> str:
-    """How a user variable appears in a prompt: DataFrames compactly, long text cut."""
-    module = type(value).__module__ or ""
-    if module.startswith("pandas") and type(value).__name__ in ("DataFrame", "Series"):
-        rows = value.shape[0]
-        cols = value.shape[1] if len(value.shape) > 1 else 1
-        kind = type(value).__name__
-        head = value.head(5).to_string(max_cols=20, max_colwidth=40)
-        return f"<{kind} with {rows} rows × {cols} columns; first {min(rows, 5)} rows:>\n{head}"
-    text = value if isinstance(value, str) else repr(value)
-    if len(text) > _VALUE_CHARS:
-        from ._format import cut_middle
-
-        text = cut_middle(text, _VALUE_CHARS)[0]
-    return text
 
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
@@ -121,7 +104,7 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
                 raise UsageError(
                     f"{{{match.group(1)}}} in the prompt: no attribute {attr!r}."
                 ) from None
-        return describe_value(value)
+        return prompt_text(value)
 
     return _FIELD.sub(replace, text)
 

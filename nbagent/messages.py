@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .markdown_text import code_fence, code_span
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -254,10 +256,6 @@ class Conversation:
 
     def to_markdown(self) -> str:
         """A readable transcript: user turns, tool rounds (calls and results), answers."""
-        # The same backtick-proof code spans and fences as the Markdown twin of a run:
-        # tool names, arguments and results cannot end them and turn into live Markdown.
-        from .render import code_fence, code_span
-
         lines: list[str] = [f"# Conversation {self.id}", ""]
         if self.system:
             lines += ["**System:** " + self.system, ""]

@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from ._store_values import REDACTED  # one marker for history and recordings
+from .redaction import REDACTED  # one marker for history and recordings
 from .errors import ConfigError, ReplayMissError
 
 __all__ = [

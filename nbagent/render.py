@@ -1,7 +1,7 @@
 """Events and rounds -> HTML, Markdown and plain text.
 
 No IPython here: the ``%%agent`` magic and the ``ChatWidget`` both use these
-functions, and so does ``RunResult._repr_html_``.
+functions, and so does ``RunResult``'s display (:func:`result_mime_bundle`).
 
 Security rule: every string a model or a tool produced goes through
 :func:`html.escape` (or the Markdown renderer with raw HTML off and unsafe link
@@ -36,10 +36,11 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from .markdown_text import code_fence, inline_text
 from .messages import ToolCall, ToolResult, ToolRound, Usage
 
 if TYPE_CHECKING:
-    from .loop import RunResult
+    from .results import RunResult
 
 __all__ = [
     "CSS",
@@ -51,6 +52,7 @@ __all__ = [
     "render_result_text",
     "render_round_html",
     "render_value_html",
+    "result_mime_bundle",
 ]
 
 ROOT_CLASS = "nbagent-out"
@@ -321,51 +323,20 @@ def render_result_html(
     return _wrap("".join(parts))
 
 
-def _longest_backtick_run(text: str) -> int:
-    longest, run = 0, 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    return longest
-
-
-def code_fence(text: str, info: str = "") -> list[str]:
-    """A code fence longer than any backtick run inside ``text`` (it cannot be closed early)."""
-    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
-    return [ticks + info, text, ticks]
-
-
-def code_span(text: str) -> str:
-    """Inline code that a backtick inside ``text`` cannot end early (CommonMark code span)."""
-    ticks = "`" * (_longest_backtick_run(text) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-_UNSAFE_MD_LINK = re.compile(r"(?i)(\]\s*\(\s*<?|\]:\s*<?)(javascript|vbscript|data|file)(\s*:)")
-
-
-def _md_inline(text: str) -> str:
-    # Raw HTML would be live in a Markdown renderer: show it as text instead. A space
-    # inside an unsafe link target stops it from parsing as a link at all.
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _UNSAFE_MD_LINK.sub(lambda m: m.group(1) + m.group(2) + " " + m.group(3), text)
-
-
 def _call_status(result: ToolResult | None) -> str:
     return "running" if result is None else ("ok" if result.ok else "error")
 
 
 def _round_markdown(tool_round: ToolRound, index: int) -> list[str]:
-    lines = [f"**{_md_inline(round_summary(tool_round, index))}**", ""]
+    lines = [f"**{inline_text(round_summary(tool_round, index))}**", ""]
     if tool_round.assistant_text:
-        lines += [_md_inline(tool_round.assistant_text), ""]
+        lines += [inline_text(tool_round.assistant_text), ""]
     by_id = {r.call_id: r for r in tool_round.results}
     for call in tool_round.calls:
         result = by_id.get(call.id)
         status = _call_status(result)
-        approval = f" ({_md_inline(result.approval)})" if result and result.approval else ""
-        lines.append(f"- **{_md_inline(call.name)}** → {status}{approval}")
+        approval = f" ({inline_text(result.approval)})" if result and result.approval else ""
+        lines.append(f"- **{inline_text(call.name)}** → {status}{approval}")
         lines += ["", *code_fence(_pretty_arguments(call), "json")]
         if result is not None:
             lines += code_fence(result.content if result.ok else (result.error or result.content))
@@ -378,11 +349,11 @@ def render_result_markdown(result: RunResult) -> str:
     lines: list[str] = []
     for i, r in enumerate(result.rounds):
         lines += _round_markdown(r, i)
-    lines += [_md_inline(result.output), ""]
+    lines += [inline_text(result.output), ""]
     footer = _footer_text(
         result.model, len(result.rounds), result.usage, result.elapsed_s, result.stop_reason
     )
-    lines.append(f"*{_md_inline(footer)}*")
+    lines.append(f"*{inline_text(footer)}*")
     return "\n".join(lines)
 
 
@@ -423,6 +394,13 @@ def _terminal_safe(text: str) -> str:
 def mime_bundle(html_text: str, markdown_text: str, plain_text: str) -> dict[str, str]:
     """A display bundle with the HTML and its two twins."""
     return {"text/html": html_text, "text/markdown": markdown_text, "text/plain": plain_text}
+
+
+def result_mime_bundle(result: RunResult) -> dict[str, str]:
+    """The final rendering of a run as a display bundle (``RunResult``'s rendering hook)."""
+    return mime_bundle(
+        render_result_html(result), render_result_markdown(result), render_result_text(result)
+    )
 
 
 # --- live transcript --------------------------------------------------------------------
@@ -536,14 +514,14 @@ class Transcript:
     def markdown(self) -> str:
         if self.result is not None:
             return render_result_markdown(self.result)
-        lines = [f"*{_md_inline(self.status)}*", ""] if self.status else []
+        lines = [f"*{inline_text(self.status)}*", ""] if self.status else []
         for i, r in enumerate(self.rounds):
             lines += _round_markdown(r, i)
         pending = self._pending_round()
         if pending is not None:
             lines += _round_markdown(pending, len(self.rounds))
         elif self.text_parts:
-            lines.append(_md_inline(self.text))
+            lines.append(inline_text(self.text))
         return "\n".join(lines)
 
     def plain(self) -> str:

@@ -39,14 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._migrations import SCHEMA_VERSION, NewerSchemaError, migrate
 from ._store_rows import INTERRUPTED_NOTE, insert_message, insert_round, load_conversation
-from ._store_values import (
-    PREVIEW_CHARS,
-    REDACTED,
-    Scrubber,
-    collect_secrets,
-    preview_value,
-    scrub_optional,
-)
+from .redaction import REDACTED, Scrubber, collect_secrets, scrub_optional
+from .values import PREVIEW_CHARS, preview_value
 from .errors import ConfigError
 from .events import Event, RoundFinished, RunFinished
 from .messages import Conversation, Message
@@ -54,7 +48,7 @@ from .messages import Conversation, Message
 if TYPE_CHECKING:
     import pandas
 
-    from .loop import RunResult
+    from .results import RunResult
     from .providers.base import ModelRequest, Provider, ProviderEvent
 
 __all__ = [

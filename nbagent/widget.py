@@ -34,7 +34,7 @@ from ._render_live import UPDATE_INTERVAL
 from ._render_values import escape as _e
 from .agent import Agent
 from .events import Event, RoundFinished, RunFinished, RunStarted, Status
-from .loop import RunResult
+from .results import RunResult
 from .messages import ToolCall
 
 SEND_SENTINEL = "\u2063"

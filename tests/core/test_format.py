@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from nbagent import Agent, tool
-from nbagent._format import cut_middle, to_model_text
+from nbagent.values import cut_middle, to_model_text
 from nbagent.testing import ScriptedModel, call, reply
 
 

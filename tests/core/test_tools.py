@@ -10,7 +10,7 @@ import time
 import pandas as pd
 
 from nbagent import Agent, tool
-from nbagent._approval import policy_approver
+from nbagent.tools.approval import policy_approver
 from nbagent.testing import ScriptedModel, call, raw_call, reply
 
 from .helpers import assert_history_valid

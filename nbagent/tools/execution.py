@@ -1,201 +1,27 @@
-"""@tool, the kernel-wide registry, argument validation, execution and result budgets."""
+"""Running one round's calls: concurrency, timeouts, approval and the output budget."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import inspect
 import queue
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from .messages import ToolCall, ToolResult, ToolSpec
+from ..messages import ToolCall, ToolResult
+from ..values import cut_middle, to_model_text
+from .approval import Approver, ask
+from .tool import Tool
 
 DEFAULT_TOOL_TIMEOUT = 60.0
 PER_CALL_CHARS = 4_000
 PER_ROUND_CHARS = 16_000
 MIN_CALL_CHARS = 200
 """Even when the round budget is spent, a result keeps this much (an error must stay readable)."""
-
-
-class Tool:
-    """A Python function the model may call. Calling the Tool calls the function.
-
-    Sync and async functions, bound methods, ``functools.partial`` objects and
-    callable objects all work. ``@tool`` on a method inside a class works too:
-    ``obj.method`` is then a Tool bound to ``obj``.
-    """
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        timeout: float | None = None,
-        requires_approval: bool = False,
-        max_output_chars: int | None = None,
-        sequential: bool = False,
-    ) -> None:
-        from ._schema import function_schema
-
-        if isinstance(fn, Tool):  # decorated twice, or a Tool re-wrapped with new options
-            fn = fn.fn
-        self.fn: Callable[..., Any] = fn
-        self.name = name or _function_name(fn)
-        schema = function_schema(fn, name=self.name)
-        self.description = description or schema.description
-        self.parameters = schema.parameters
-        self._validator = schema.validator
-        self.timeout = timeout
-        self.requires_approval = requires_approval
-        self.max_output_chars = max_output_chars
-        self.sequential = sequential
-        self.is_async = _is_async(fn)
-        if not isinstance(fn, functools.partial):
-            functools.update_wrapper(self, fn)
-
-    @property
-    def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, self.parameters)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Tool:
-        """``@tool`` on a method: ``obj.method`` is a Tool bound to ``obj``."""
-        if instance is None or not inspect.isfunction(self.fn):
-            return self
-        bound = object.__new__(Tool)
-        bound.__dict__.update(self.__dict__)
-        bound.fn = self.fn.__get__(instance, owner)  # the schema already skips ``self``
-        return bound
-
-    def __repr__(self) -> str:
-        return f"Tool({self.name!r})"
-
-    def validate(self, call: ToolCall) -> dict[str, Any]:
-        """Checked keyword arguments for ``call``; raises ArgumentError saying what is wrong."""
-        from ._schema import validate_arguments
-
-        return validate_arguments(self._validator, call.arguments, call.raw_arguments)
-
-
-def _function_name(fn: Callable[..., Any]) -> str:
-    if isinstance(fn, functools.partial):
-        return _function_name(fn.func)
-    return getattr(fn, "__name__", type(fn).__name__)
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    """True for async functions, also behind partials, bound methods and callable objects."""
-    from ._schema import unwrap
-
-    return inspect.iscoroutinefunction(unwrap(fn))
-
-
-class ToolRegistry(Mapping[str, Tool]):
-    """Tools by name. The default registry collects every ``@tool`` in the kernel."""
-
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools: dict[str, Tool] = {}
-        for t in tools:
-            self.add(t)
-
-    def add(self, t: Tool) -> None:
-        # Re-running a notebook cell redefines the function: the newest wins.
-        self._tools[t.name] = t
-
-    def remove(self, name: str) -> None:
-        self._tools.pop(name, None)
-
-    def clear(self) -> None:
-        self._tools.clear()
-
-    def __getitem__(self, name: str) -> Tool:
-        return self._tools[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._tools)
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-
-REGISTRY = ToolRegistry()
-
-
-def tool(
-    fn: Callable[..., Any] | None = None,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    timeout: float | None = None,
-    requires_approval: bool = False,
-    max_output_chars: int | None = None,
-    sequential: bool = False,
-    register: bool = True,
-) -> Any:
-    """Turn a function into a :class:`Tool` and add it to the kernel-wide registry.
-
-    Works bare (``@tool``) and with options (``@tool(timeout=5)``).
-
-    Args:
-        fn: the function (sync or async), method, partial or callable object.
-        name: the name the model sees (default: the function's name).
-        description: what the model is told the tool does (default: the docstring).
-        timeout: seconds before a call becomes a "timed out" error result.
-        requires_approval: ask a human (or the ``NBAGENT_APPROVAL`` policy) first.
-        max_output_chars: per-call limit of the text the model sees.
-        sequential: never run two calls of sequential tools at the same time.
-        register: add the tool to the kernel-wide registry (``REGISTRY``).
-    """
-
-    def wrap(f: Callable[..., Any]) -> Tool:
-        t = Tool(
-            f,
-            name=name,
-            description=description,
-            timeout=timeout,
-            requires_approval=requires_approval,
-            max_output_chars=max_output_chars,
-            sequential=sequential,
-        )
-        # Methods are registered only once bound (``obj.method``): unbound they lack ``self``.
-        if register and not _looks_like_method(f):
-            REGISTRY.add(t)
-        return t
-
-    return wrap(fn) if fn is not None else wrap
-
-
-def _looks_like_method(f: Callable[..., Any]) -> bool:
-    if not inspect.isfunction(f):
-        return False
-    params = list(inspect.signature(f).parameters)
-    return bool(params) and params[0] in ("self", "cls") and "." in f.__qualname__
-
-
-def as_tools(tools: Iterable[Tool | Callable[..., Any]] | None) -> dict[str, Tool]:
-    """Tools by name from a list (plain functions are wrapped), or the registry if None."""
-    if tools is None:
-        return dict(REGISTRY)
-    out: dict[str, Tool] = {}
-    for item in tools:
-        t = item if isinstance(item, Tool) else Tool(item)
-        out[t.name] = t
-    return out
-
-
-# --- execution -------------------------------------------------------------------
-
-Decision: TypeAlias = "bool | tuple[bool, str]"
-Approver = Callable[[ToolCall, Tool], "Decision | Awaitable[Decision]"]
-"""Decides a ``requires_approval`` call: True/False, or (decision, who decided)."""
 
 
 class _Outcome:
@@ -287,8 +113,6 @@ async def execute_round(
 
 
 def _to_result(call: ToolCall, outcome: _Outcome, limit: int) -> ToolResult:
-    from ._format import cut_middle, to_model_text
-
     if outcome.error is None:
         try:
             content, truncated = to_model_text(outcome.value, limit)
@@ -312,7 +136,7 @@ async def _invoke(
     approver: Approver | None,
     default_timeout: float,
 ) -> None:
-    from ._schema import ArgumentError
+    from .schema import ArgumentError  # pydantic, loaded with the first tool anyway
 
     try:
         arguments = t.validate(call)
@@ -321,7 +145,7 @@ async def _invoke(
         return
     if t.requires_approval:
         try:
-            approved, who = await _ask(approver, call, t)
+            approved, who = await ask(approver, call, t)
         except Exception as exc:  # a broken approver denies; it never kills the run
             approved, who = False, f"a failing approver ({type(exc).__name__}: {exc})"
         outcome.approval = f"{'approved' if approved else 'denied'} by {who}"
@@ -346,19 +170,6 @@ async def _invoke(
     except BaseException as exc:  # a failing tool never kills the run (not even SystemExit)
         outcome.error = f"{type(exc).__name__}: {exc}"
         outcome.tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-
-
-async def _ask(approver: Approver | None, call: ToolCall, t: Tool) -> tuple[bool, str]:
-    if approver is None:
-        from ._approval import policy_approver
-
-        approver = policy_approver()
-    decision = approver(call, t)
-    if inspect.isawaitable(decision):
-        decision = await decision
-    if isinstance(decision, tuple):
-        return bool(decision[0]), str(decision[1])
-    return bool(decision), "approver"
 
 
 _SEQUENTIAL_THREADS = threading.Lock()

@@ -1,9 +1,14 @@
-"""Turning tool return values into model text under a character budget.
+"""Bounded views of Python values: for the model, for prompts and for the history.
 
-The model gets a compact, bounded view; the human keeps the full value. Every
-path here looks at a bounded part of the value (a DataFrame's head, a string's
-ends, a list's first items) so a 10-million-row frame or a 5 MB string costs
-about as much as a small one: nothing is copied or serialised in full.
+One place decides how a value is summarised, so the model's view of a tool's
+DataFrame (:func:`to_model_text`), the ``{name}`` prompt interpolation
+(:func:`prompt_text`), the stored preview (:func:`preview_value`) and the
+panel's note (:func:`frame_shape`) agree. The human keeps the full value.
+
+Every path here looks at a bounded part of the value (a DataFrame's head, a
+string's ends, a list's first items) so a 10-million-row frame or a 5 MB string
+costs about as much as a small one: nothing is copied or serialised in full.
+pandas is never imported unless the value already is a pandas object.
 """
 
 from __future__ import annotations
@@ -18,6 +23,24 @@ MAX_CELL_CHARS = 200
 """Longer text cells in a DataFrame preview are shortened (documents, JSON blobs)."""
 MAX_ITEMS = 200
 """Items of a long list/dict serialised before the rest is summarised."""
+PROMPT_ROWS = 5
+"""Rows of a DataFrame interpolated into a prompt with ``{name}``."""
+PROMPT_CHARS = 2_000
+"""Longer text interpolated into a prompt is cut in the middle."""
+PREVIEW_CHARS = 4000
+"""Upper bound of the JSON preview stored for one returned value."""
+
+
+def is_frame(value: Any) -> bool:
+    """True for a pandas DataFrame or Series (without importing pandas)."""
+    module = type(value).__module__ or ""
+    return module.startswith("pandas") and type(value).__name__ in ("DataFrame", "Series")
+
+
+def frame_shape(value: Any) -> tuple[str, int, int]:
+    """``("DataFrame", rows, columns)`` or ``("Series", rows, 1)`` of a pandas value."""
+    shape = value.shape
+    return type(value).__name__, int(shape[0]), int(shape[1]) if len(shape) > 1 else 1
 
 
 def cut_middle(text: str, limit: int) -> tuple[str, bool]:
@@ -128,3 +151,69 @@ def _shorten_cells(head: Any) -> Any:
     for i in textual:
         head.isetitem(i, head.iloc[:, i].map(shorten))
     return head
+
+
+# -- prompts --------------------------------------------------------------------------
+
+
+def prompt_text(value: Any) -> str:
+    """How a user variable appears in a prompt: DataFrames compactly, long text cut."""
+    if is_frame(value):
+        kind, rows, cols = frame_shape(value)
+        head = value.head(PROMPT_ROWS).to_string(max_cols=20, max_colwidth=40)
+        shown = min(rows, PROMPT_ROWS)
+        return f"<{kind} with {rows} rows × {cols} columns; first {shown} rows:>\n{head}"
+    text = value if isinstance(value, str) else repr(value)
+    return cut_middle(text, PROMPT_CHARS)[0]
+
+
+# -- previews stored in the history ----------------------------------------------------
+
+
+def preview_value(value: Any, limit: int = PREVIEW_CHARS) -> tuple[str | None, str | None]:
+    """A bounded JSON preview of a tool's live return value, and its type name.
+
+    DataFrames keep shape, dtypes and their first rows; text and containers are cut
+    to ``limit`` characters. Never raises: an object that cannot be previewed gets
+    its type only.
+    """
+    if value is None:
+        return None, None
+    kind = type(value)
+    type_name = kind.__qualname__
+    if kind.__module__ != "builtins":
+        type_name = f"{kind.__module__}.{type_name}"
+    try:
+        data = _preview_data(value, limit)
+        text = json.dumps(data, ensure_ascii=False, default=str)
+    except Exception as error:  # a user object's repr or export failed
+        text = json.dumps({"error": f"no preview: {type(error).__name__}"})
+    if len(text) > limit:
+        text = json.dumps({"truncated": text[: limit - 40]}, ensure_ascii=False)[: limit + 40]
+    return type_name, text
+
+
+def _preview_data(value: Any, limit: int) -> Any:
+    if is_frame(value):
+        head = value.head(5)
+        frame = head.to_frame() if getattr(head, "ndim", 2) == 1 else head
+        return {
+            "shape": list(value.shape),
+            "columns": [str(c) for c in frame.columns],
+            "dtypes": [str(t) for t in frame.dtypes],
+            "head": json.loads(
+                frame.to_json(orient="values", date_format="iso", default_handler=str)
+            ),
+        }
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return value[:limit]
+    if isinstance(value, (list, tuple, dict, set)):
+        text = json.dumps(
+            list(value) if isinstance(value, (set, tuple)) else value,
+            ensure_ascii=False,
+            default=str,
+        )
+        return json.loads(text) if len(text) <= limit else {"text": text[:limit]}
+    return {"repr": repr(value)[:limit]}

@@ -1,0 +1,35 @@
+"""Tools: ``@tool`` and the registry, schemas, approval and round execution.
+
+- :mod:`.tool`: the :class:`Tool` class, ``@tool`` and the kernel-wide ``REGISTRY``
+- :mod:`.schema`: JSON schemas from signatures and docstrings; argument validation
+- :mod:`.approval`: approvers and the ``NBAGENT_APPROVAL`` policy
+- :mod:`.execution`: running one round's calls under timeouts and the output budget
+"""
+
+from __future__ import annotations
+
+from .approval import Approver, Decision, policy_approver
+from .execution import (
+    DEFAULT_TOOL_TIMEOUT,
+    MIN_CALL_CHARS,
+    PER_CALL_CHARS,
+    PER_ROUND_CHARS,
+    execute_round,
+)
+from .tool import REGISTRY, Tool, ToolRegistry, as_tools, tool
+
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
+    "MIN_CALL_CHARS",
+    "PER_CALL_CHARS",
+    "PER_ROUND_CHARS",
+    "REGISTRY",
+    "Approver",
+    "Decision",
+    "Tool",
+    "ToolRegistry",
+    "as_tools",
+    "execute_round",
+    "policy_approver",
+    "tool",
+]
