@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import logs
 from .agent import Agent
 from .errors import ConfigError, NbAgentError, ProviderError, ToolError
 from .events import (
@@ -20,9 +21,11 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .results import RunResult
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, ToolSpec, Usage
+from .results import RunResult
 from .tools import REGISTRY, Tool, tool
+
+logs.configure_logging()  # NBAGENT_LOG=debug shows the loop's log on stderr
 
 __version__ = "0.1.0"
 
@@ -71,6 +74,10 @@ def load_ipython_extension(ipython: Any) -> None:
     from .magic import register
 
     register(ipython)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "ChatWidget"])
 
 
 def __getattr__(name: str) -> Any:

@@ -57,12 +57,12 @@ class Agent:
         env: Mapping[str, str] | None = None,
         **provider_options: Any,
     ) -> None:
+        self._provider: Provider | None = None
         if isinstance(model, str) or model is None:
             self.model = resolve_model(model, env)
-            self._provider: Provider | None = None
         else:
             self._provider = model
-            self.model = f"{model.name}:{model.model}" if model.model else model.name
+            self.model = _label(model)
         self._provider_options: dict[str, Any] = dict(provider_options)
         if base_url is not None:
             self._provider_options["base_url"] = base_url
@@ -106,6 +106,34 @@ class Agent:
         if self._provider is None:
             self._provider = get_provider(self.model, **self._provider_options)
         return self._provider
+
+    def use_model(self, model: str | Provider) -> None:
+        """Switch to another model, keeping the conversation, tools, settings and history.
+
+        The adapter is built at once, so an unknown provider or a missing key raises
+        ConfigError here and the agent keeps its current model. Naming the current
+        model (or passing the current provider object) again changes nothing, so a
+        loaded embedded model is kept. ``base_url=`` and ``api_key=`` given for the
+        previous model are not carried over.
+        """
+        if model is self._provider or (isinstance(model, str) and model == self.model):
+            return
+        if isinstance(model, str):
+            kept = {k: v for k, v in self._provider_options.items() if k in ("env", "http_client")}
+            provider = get_provider(model, **kept)
+            self._provider_options = kept
+            self.model = model
+        else:
+            provider = model
+            self._provider_options = {}
+            self.model = _label(model)
+        self._provider = provider
+        self._provider_object = not isinstance(model, str)
+
+    @property
+    def tool_selection(self) -> list[Tool] | None:
+        """The tools this agent was given, or None for "every ``@tool`` in the kernel"."""
+        return None if self._tools is None else list(self._tools.values())
 
     @property
     def tools(self) -> dict[str, Tool]:
@@ -182,6 +210,8 @@ class Agent:
     # -- running -----------------------------------------------------------------
 
     def _new_run(self, prompt: str, **overrides: Any) -> Run:
+        tools = self.tools if overrides.get("tools") is None else as_tools(overrides["tools"])
+        overrides.pop("tools", None)
         settings = self.settings
         if overrides:
             settings = LoopSettings(**{**settings.__dict__, **overrides})
@@ -193,14 +223,15 @@ class Agent:
             secrets = collect_secrets(self._provider_options, self._provider_options.get("env"))
             self._writer = self.store.writer(self.conversation, secrets=secrets, provider=provider)
             provider = self._writer.wrap(provider)  # saves finished rounds before each request
-        run = Run(provider, self.conversation, prompt, self.tools, settings, model_label=self.model)
+        run = Run(provider, self.conversation, prompt, tools, settings, model_label=self.model)
         self._run = run
         return run
 
     async def stream(self, prompt: str, **overrides: Any) -> AsyncIterator[Event]:
         """Run on the current event loop, yielding events; the last one is RunFinished.
 
-        ``overrides`` change settings for this run only (``max_rounds=2``, ``timeout=5``...).
+        ``overrides`` change settings for this run only (``max_rounds=2``, ``timeout=5``,
+        ``tools=[...]``...).
         """
         run = self._new_run(prompt, **overrides)
         writer = self._writer
@@ -284,6 +315,11 @@ class Agent:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _label(provider: Provider) -> str:
+    """The model string shown for a provider object ("openai:gpt-4o", "scripted")."""
+    return f"{provider.name}:{provider.model}" if provider.model else provider.name
 
 
 def _render_result(result: RunResult) -> dict[str, str]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 import time
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
@@ -41,23 +39,6 @@ from .results import RunResult, stop_reason_words
 from .tools import PER_CALL_CHARS, PER_ROUND_CHARS, Approver, Tool, execute_round
 
 logger = logging.getLogger("nbagent")
-
-
-def configure_logging(env: Mapping[str, str] | None = None) -> None:
-    """``NBAGENT_LOG=debug`` (or info, warning...) sends the ``nbagent`` logger to stderr."""
-    level_name = (os.environ if env is None else env).get("NBAGENT_LOG", "").strip().upper()
-    level = logging.getLevelName(level_name) if level_name else None
-    if not isinstance(level, int):
-        return
-    if not any(getattr(h, "_nbagent", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s nbagent %(levelname)s %(message)s"))
-        handler._nbagent = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-    logger.setLevel(level)
-
-
-configure_logging()
 
 FINAL_ANSWER_INSTRUCTION = (
     "You have used the maximum number of tool rounds. Do not call any more tools. "
