@@ -147,6 +147,7 @@ class Agent:
 
     @property
     def system(self) -> str | None:
+        """The conversation's system prompt."""
         return self.conversation.system
 
     @system.setter

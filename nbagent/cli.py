@@ -14,6 +14,7 @@ from .errors import NbAgentError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``nbagent`` command line (``nbagent demo``, ``--version``)."""
     parser = argparse.ArgumentParser(prog="nbagent", description="Jupyter-first agent toolkit.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     commands = parser.add_subparsers(dest="command")
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``nbagent`` command; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:

@@ -42,6 +42,7 @@ def find_notebook(name: str = QUICKSTART) -> Path:
 
 
 def check_requirements(model: str = "local") -> None:
+    """Raise ConfigError naming the extras to install if the demo cannot run."""
     needed = [m for m in NEEDS if NEEDS[m] == "notebook" or model.startswith("local")]
     missing = sorted({m for m in needed if importlib.util.find_spec(m) is None})
     if missing:
@@ -64,6 +65,7 @@ class Progress:
         self._thread: threading.Thread | None = None
 
     def start(self, label: str) -> None:
+        """Show ``label`` as the current step (ends the previous one)."""
         self.finish()
         self.label = label
         self.started = time.perf_counter()
@@ -84,6 +86,7 @@ class Progress:
             frame += 1
 
     def finish(self) -> float:
+        """End the current step; returns its duration in seconds."""
         elapsed = time.perf_counter() - self.started
         if self._thread is not None:
             self._stop.set()

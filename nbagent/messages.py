@@ -35,6 +35,7 @@ class Usage:
 
     @property
     def total_tokens(self) -> int:
+        """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
@@ -43,10 +44,12 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """This value as plain JSON-ready data."""
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+        """Rebuild the value that :meth:`to_dict` wrote."""
         data = data or {}
         return cls(int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)))
 
@@ -60,6 +63,7 @@ class ToolSpec:
     parameters: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
+        """This value as plain JSON-ready data."""
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
@@ -77,6 +81,7 @@ class ToolCall:
     """Opaque per-call fields the provider needs echoed back (Gemini's thoughtSignature)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """This value as plain JSON-ready data."""
         data: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
         if self.raw_arguments is not None:
             data["raw_arguments"] = self.raw_arguments
@@ -86,6 +91,7 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        """Rebuild the value that :meth:`to_dict` wrote."""
         return cls(
             id=data["id"],
             name=data["name"],
@@ -117,6 +123,7 @@ class ToolResult:
     Kept for display and ``RunResult.tool_results``; never serialised."""
 
     def to_dict(self) -> dict[str, Any]:
+        """This value as plain JSON-ready data."""
         data: dict[str, Any] = {
             "call_id": self.call_id,
             "name": self.name,
@@ -134,6 +141,7 @@ class ToolResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
+        """Rebuild the value that :meth:`to_dict` wrote."""
         return cls(
             call_id=data["call_id"],
             name=data["name"],
@@ -163,6 +171,7 @@ class ToolRound:
     """Opaque fields of the assistant turn to echo back (Anthropic thinking blocks)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """This value as plain JSON-ready data."""
         data: dict[str, Any] = {
             "assistant_text": self.assistant_text,
             "calls": [c.to_dict() for c in self.calls],
@@ -176,6 +185,7 @@ class ToolRound:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolRound:
+        """Rebuild the value that :meth:`to_dict` wrote."""
         return cls(
             assistant_text=data.get("assistant_text"),
             calls=[ToolCall.from_dict(c) for c in data.get("calls", [])],
@@ -200,6 +210,7 @@ class Message:
     stop_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """This value as plain JSON-ready data."""
         data: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.rounds is not None:
             data["rounds"] = [r.to_dict() for r in self.rounds]
@@ -212,6 +223,7 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
+        """Rebuild the value that :meth:`to_dict` wrote."""
         rounds = data.get("rounds")
         return cls(
             role=data["role"],
@@ -233,6 +245,7 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """This value as plain JSON-ready data."""
         return {
             "id": self.id,
             "system": self.system,
@@ -241,6 +254,7 @@ class Conversation:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Conversation:
+        """Rebuild the value that :meth:`to_dict` wrote."""
         return cls(
             id=data["id"],
             system=data.get("system"),
@@ -248,10 +262,12 @@ class Conversation:
         )
 
     def to_json(self, **kwargs: Any) -> str:
+        """This conversation as JSON text (``kwargs`` go to :func:`json.dumps`)."""
         return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
 
     @classmethod
     def from_json(cls, text: str) -> Conversation:
+        """The conversation that :meth:`to_json` wrote."""
         return cls.from_dict(json.loads(text))
 
     def to_markdown(self) -> str:

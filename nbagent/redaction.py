@@ -18,7 +18,6 @@ from typing import Any
 REDACTED = "[redacted]"
 
 
-
 # Shapes of common API keys and bearer tokens. Only applied to free text (prompts,
 # answers, tool output), never to opaque provider data such as signatures.
 _KEY_PATTERNS = re.compile(
@@ -51,12 +50,14 @@ class Scrubber:
         self.secrets = sorted({s for s in secrets if len(s) >= 8}, key=len, reverse=True)
 
     def exact(self, text: str) -> str:
+        """``text`` with every known secret value replaced."""
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         return text
 
     def text(self, text: str) -> str:
+        """``text`` with known secrets and key-shaped text replaced."""
         return _KEY_PATTERNS.sub(REDACTED, self.exact(text))
 
     def json(self, value: Any) -> str | None:
@@ -67,4 +68,5 @@ class Scrubber:
 
 
 def scrub_optional(scrub: Callable[[str], str], text: str | None) -> str | None:
+    """``scrub(text)``, keeping None as None."""
     return None if text is None else scrub(text)

@@ -59,6 +59,7 @@ def raw_call(name: str, raw_arguments: str) -> ToolCall:
 
 
 def reply(text: str = "", calls: Iterable[ToolCall] = ()) -> Reply:
+    """A scripted reply: ``text`` (streamed in chunks) and/or tool ``calls``."""
     return Reply(text, list(calls))
 
 
@@ -72,6 +73,7 @@ class ScriptedRequest:
 
     @property
     def tools(self) -> list[str]:
+        """Names of the tools offered in this request."""
         return [t.name for t in self.request.tools]
 
     @property
@@ -81,10 +83,12 @@ class ScriptedRequest:
 
     @property
     def tool_choice(self) -> str:
+        """ "auto", or "none" for the forced final answer."""
         return self.request.tool_choice
 
     @property
     def final_instruction(self) -> str | None:
+        """The forced-final-answer prompt, when this is that request."""
         return self.request.final_instruction
 
     @property
@@ -102,6 +106,7 @@ class ScriptedRequest:
 
     @property
     def round_index(self) -> int:
+        """How many tool rounds of the current run came before this request."""
         last = self.messages[-1] if self.messages else None
         return len(last.rounds or []) if last is not None and last.role == "assistant" else 0
 
@@ -161,6 +166,7 @@ class ScriptedModel:
         return f"ScriptedModel(model={self.model!r})"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Ask the script for its reply and deliver it as a provider would."""
         snapshot = [Message.from_dict(m.to_dict()) for m in request.messages]
         # Live values (DataFrames) are not serialised; keep them visible to scripts.
         for copy, original in zip(snapshot, request.messages, strict=True):
@@ -189,6 +195,7 @@ class ScriptedModel:
         yield Finished("tool_calls" if calls else "stop")
 
     async def aclose(self) -> None:
+        """Nothing to close: the scripted model holds no connections."""
         return None
 
 

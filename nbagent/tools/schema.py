@@ -26,6 +26,8 @@ class ArgumentError(ValueError):
 
 @dataclass
 class FunctionSchema:
+    """What a function offers the model: description, JSON schema, argument validator."""
+
     description: str
     parameters: dict[str, Any]
     validator: type[pydantic.BaseModel]

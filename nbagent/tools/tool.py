@@ -50,9 +50,11 @@ class Tool:
 
     @property
     def spec(self) -> ToolSpec:
+        """What the model is told about this tool: name, description and schema."""
         return ToolSpec(self.name, self.description, self.parameters)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function itself (a decorated function stays callable as before)."""
         return self.fn(*args, **kwargs)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Tool:
@@ -96,13 +98,16 @@ class ToolRegistry(Mapping[str, Tool]):
             self.add(t)
 
     def add(self, t: Tool) -> None:
+        """Add ``t`` (a tool of the same name is replaced: the newest definition wins)."""
         # Re-running a notebook cell redefines the function: the newest wins.
         self._tools[t.name] = t
 
     def remove(self, name: str) -> None:
+        """Remove the tool called ``name`` if there is one."""
         self._tools.pop(name, None)
 
     def clear(self) -> None:
+        """Remove every tool."""
         self._tools.clear()
 
     def __getitem__(self, name: str) -> Tool:
