@@ -222,8 +222,8 @@ class Agent:
             from .redaction import collect_secrets
 
             secrets = collect_secrets(self._provider_options, self._provider_options.get("env"))
+            # The one write path into the history: stream() hands it every event.
             self._writer = self.store.writer(self.conversation, secrets=secrets, provider=provider)
-            provider = self._writer.wrap(provider)  # saves finished rounds before each request
         run = Run(provider, self.conversation, prompt, tools, settings, model_label=self.model)
         self._run = run
         return run

@@ -246,6 +246,10 @@ class Run:
         usage = Usage()
         provider_data: dict[str, Any] | None = None
         started = time.perf_counter()
+        # Let the consumer take the events emitted so far before the request goes out:
+        # the history writer then saves the finished round first, so a crash during
+        # this request loses at most this round (one event-loop turn, no real wait).
+        await asyncio.sleep(0)
         stream = self.provider.stream(request)
         try:
             async for event in stream:
