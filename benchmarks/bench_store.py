@@ -6,9 +6,9 @@ round is the baseline measured in the same process; the store's cost per round
 is the difference, reported in ms and as a ratio to the baseline. Every round
 is its own committed transaction (WAL, synchronous=NORMAL), as in real use.
 
-A second measure times ``RunWriter.checkpoint`` alone (one round per
-transaction, no loop around it), and the file size is taken after 1,000 rounds
-with the WAL checkpointed into the main file.
+A second measure times the writer alone saving one round from its
+``RoundFinished`` event (one transaction, no loop around it), and the file size
+is taken after 1,000 rounds with the WAL checkpointed into the main file.
 
     python benchmarks/bench_store.py [rounds_per_run] [runs]
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nbagent import Agent, Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, tool
+from nbagent.events import RoundFinished, RunStarted
 from nbagent.store import Store
 from nbagent.testing import ScriptedModel, ScriptedRequest, call, reply
 
@@ -55,12 +56,12 @@ async def runs(rounds: int, count: int, store: Any) -> float:
     return (time.perf_counter() - started) / (rounds * count)
 
 
-def checkpoint_ms(store: Store, samples: int = 300) -> float:
-    """Median ms of one checkpoint transaction writing one round."""
+def round_write_ms(store: Store, samples: int = 300) -> float:
+    """Median ms of the writer saving one round from its RoundFinished event."""
     conversation = Conversation()
     conversation.messages += [Message("user", "hi"), Message("assistant", "", rounds=[])]
     writer = store.writer(conversation)
-    writer.checkpoint()
+    writer.on_event(RunStarted("hi", "scripted", conversation.id))
     times = []
     answer = conversation.messages[-1]
     assert answer.rounds is not None
@@ -68,9 +69,10 @@ def checkpoint_ms(store: Store, samples: int = 300) -> float:
         call_ = ToolCall(f"call_{index}", "lookup", {"city": "Paris", "day": index})
         value = {"city": "Paris", "day": index, "forecast": "sunny"}
         result = ToolResult(call_.id, "lookup", True, str(value), duration_s=0.001, value=value)
-        answer.rounds.append(ToolRound("Looking that up.", [call_], [result], Usage(120, 15)))
+        tool_round = ToolRound("Looking that up.", [call_], [result], Usage(120, 15))
+        answer.rounds.append(tool_round)
         started = time.perf_counter()
-        writer.checkpoint()
+        writer.on_event(RoundFinished(tool_round, index))
         times.append(time.perf_counter() - started)
     return statistics.median(times) * 1000
 
@@ -99,7 +101,7 @@ def main() -> None:
         size = path.stat().st_size
         per_1000 = size / total_rounds * 1000
 
-        direct = checkpoint_ms(Store(Path(folder) / "direct.db"))
+        direct = round_write_ms(Store(Path(folder) / "direct.db"))
 
     cost = with_store - base
     print(f"rounds per run: {rounds}, rounds measured per mode: {total_rounds}")
@@ -107,7 +109,7 @@ def main() -> None:
     print(f"round with history (store=file):   {with_store * 1e3:8.3f} ms")
     print(f"history write cost per round:      {cost * 1e3:8.3f} ms  (ratio {cost / base:.2f}x)")
     alone = direct / 1e3 / base
-    print(f"one checkpoint transaction alone:  {direct:8.3f} ms  (ratio {alone:.2f}x)")
+    print(f"one round written alone:          {direct:8.3f} ms  (ratio {alone:.2f}x)")
     print(f"database size per 1,000 rounds:    {per_1000 / 1024:8.1f} KiB  ({size} bytes total)")
 
 

@@ -1,8 +1,8 @@
 """Fixtures for the history store and record/replay tests.
 
-Every test gets its own ``NBAGENT_HOME`` (a temporary folder), so nothing is ever
-written to the real user data directory, and no provider key from the
-environment can leak into a test.
+Every test gets its own ``NBAGENT_HOME`` (a temporary folder, see
+``tests/support/history.py``), so nothing is ever written to the real user data
+directory; the suite's conftest keeps provider keys from the environment away.
 
 ``openai_server`` is a real HTTP server on 127.0.0.1 speaking the OpenAI Chat
 Completions wire format (JSON or SSE, as the request asks). It decides each
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -26,34 +25,15 @@ from typing import Any
 
 import pytest
 
-KEY_VARIABLES = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"]
+from tests.support import history
+
+history_home = history.history_home  # the suite's one private-history fixture, and its file
+history_db = history.history_db
 
 
 @pytest.fixture(autouse=True)
-def history_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private NBAGENT_HOME per test; history on; no real keys in sight."""
-    home = tmp_path / "nbagent-home"
-    monkeypatch.setenv("NBAGENT_HOME", str(home))
-    monkeypatch.delenv("NBAGENT_HISTORY", raising=False)
-    monkeypatch.delenv("NBAGENT_MODEL", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    for name in KEY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    return home
-
-
-@pytest.fixture
-def db_path(history_home: Path) -> Path:
-    return history_home / "history.db"
-
-
-def query(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    """Rows from the history file through a separate, fresh connection."""
-    db = sqlite3.connect(path)
-    try:
-        return db.execute(sql, args).fetchall()
-    finally:
-        db.close()
+def _private_history(history_home: Path) -> None:
+    """Every test here has its own NBAGENT_HOME, with history on."""
 
 
 # -- a scripted OpenAI Chat Completions server ---------------------------------------------

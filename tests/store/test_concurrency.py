@@ -9,7 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from .conftest import query
+from tests.support.history import query
 
 WRITER = textwrap.dedent(
     """
@@ -43,7 +43,7 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_two_processes_each_writing_100_runs(tmp_path: Path, db_path: Path) -> None:
+def test_two_processes_each_writing_100_runs(tmp_path: Path, history_db: Path) -> None:
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     go = tmp_path / "go"
@@ -65,20 +65,22 @@ def test_two_processes_each_writing_100_runs(tmp_path: Path, db_path: Path) -> N
         assert out.strip() == "done 0", err
         assert "locked" not in err.lower() and "warning" not in err.lower(), err
 
-    assert query(db_path, "SELECT count(*) FROM conversations") == [(200,)]
-    assert query(db_path, "SELECT count(*) FROM messages") == [(400,)]
-    assert query(db_path, "SELECT count(*) FROM rounds") == [(200,)]
-    assert query(db_path, "SELECT count(*) FROM tool_calls") == [(200,)]
-    assert query(db_path, "SELECT count(*) FROM tool_results WHERE content = '3'") == [(200,)]
-    prompts = {row[0] for row in query(db_path, "SELECT content FROM messages WHERE role='user'")}
+    assert query(history_db, "SELECT count(*) FROM conversations") == [(200,)]
+    assert query(history_db, "SELECT count(*) FROM messages") == [(400,)]
+    assert query(history_db, "SELECT count(*) FROM rounds") == [(200,)]
+    assert query(history_db, "SELECT count(*) FROM tool_calls") == [(200,)]
+    assert query(history_db, "SELECT count(*) FROM tool_results WHERE content = '3'") == [(200,)]
+    prompts = {
+        row[0] for row in query(history_db, "SELECT content FROM messages WHERE role='user'")
+    }
     assert prompts == {f"{name} run {n}" for name in "AB" for n in range(100)}
-    answers = query(db_path, "SELECT count(*) FROM messages WHERE stop_reason = 'complete'")
+    answers = query(history_db, "SELECT count(*) FROM messages WHERE stop_reason = 'complete'")
     assert answers == [(200,)]
-    assert query(db_path, "PRAGMA integrity_check") == [("ok",)]
+    assert query(history_db, "PRAGMA integrity_check") == [("ok",)]
     # The two writers really ran at the same time: their write periods overlap.
     spans = {
         name: query(
-            db_path,
+            history_db,
             "SELECT min(created_at), max(created_at) FROM messages WHERE content LIKE ?",
             f"{name} run %",
         )[0]

@@ -7,14 +7,20 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from nbagent import Agent
 from nbagent.store import INTERRUPTED_NOTE, Store
 from nbagent.testing import ScriptedModel, reply
+from tests.support.history import query
 
-from .conftest import query
+from .conftest import Answer, OpenAIServer, weather_script
 
 CHILD = textwrap.dedent(
     """
@@ -52,12 +58,15 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_kill_9_during_round_3_keeps_rounds_1_and_2(tmp_path: Path, db_path: Path) -> None:
-    marker = tmp_path / "round3-started"
+def kill_9_when(tmp_path: Path, child_code: str, *args: str, ready: Callable[[], bool]) -> str:
+    """Run ``child_code`` in a new Python process, kill -9 it once ``ready()``; its conversation id.
+
+    The child prints its agent's conversation id first, then runs.
+    """
     script = tmp_path / "child.py"
-    script.write_text(CHILD)
+    script.write_text(child_code)
     child = subprocess.Popen(
-        [sys.executable, str(script), str(marker)],
+        [sys.executable, str(script), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -67,9 +76,9 @@ def test_kill_9_during_round_3_keeps_rounds_1_and_2(tmp_path: Path, db_path: Pat
         assert child.stdout is not None
         conversation_id = child.stdout.readline().strip()
         deadline = time.monotonic() + 60
-        while not marker.exists():
+        while not ready():
             assert child.poll() is None, child.stderr.read() if child.stderr else ""
-            assert time.monotonic() < deadline, "round 3 never started"
+            assert time.monotonic() < deadline, "the child never got there"
             time.sleep(0.02)
         os.kill(child.pid, signal.SIGKILL)
     finally:
@@ -77,10 +86,16 @@ def test_kill_9_during_round_3_keeps_rounds_1_and_2(tmp_path: Path, db_path: Pat
             child.kill()
         child.communicate(timeout=30)  # reaps it and closes the pipes
     assert child.returncode == -signal.SIGKILL
+    return conversation_id
+
+
+def test_kill_9_during_round_3_keeps_rounds_1_and_2(tmp_path: Path, history_db: Path) -> None:
+    marker = tmp_path / "round3-started"
+    conversation_id = kill_9_when(tmp_path, CHILD, str(marker), ready=marker.exists)
 
     # Reopen the file as a new kernel would.
-    assert query(db_path, "PRAGMA integrity_check") == [("ok",)]
-    store = Store(db_path)
+    assert query(history_db, "PRAGMA integrity_check") == [("ok",)]
+    store = Store(history_db)
     assert store.integrity_check() == "ok"
     conversation = store.load(conversation_id)
     assert conversation.system == "crash test"
@@ -95,7 +110,7 @@ def test_kill_9_during_round_3_keeps_rounds_1_and_2(tmp_path: Path, db_path: Pat
     ]
     assert [[res.content for res in r.results] for r in answer.rounds] == [["10"], ["11"]]
     # The round in flight left nothing half-written behind.
-    assert query(db_path, "SELECT count(*) FROM tool_calls") == [(2,)]
+    assert query(history_db, "SELECT count(*) FROM tool_calls") == [(2,)]
 
     # Resuming works: the model sees both saved rounds, and the run is stored.
     model = ScriptedModel(lambda request: reply("picked up where we left off"))
@@ -105,10 +120,60 @@ def test_kill_9_during_round_3_keeps_rounds_1_and_2(tmp_path: Path, db_path: Pat
     sent = model.requests[0].messages
     assert [m.role for m in sent] == ["user", "assistant", "user", "assistant"]
     assert sent[1].rounds is not None and len(sent[1].rounds) == 2
-    again = Store(db_path).load(conversation_id)
+    again = Store(history_db).load(conversation_id)
     assert [m.stop_reason for m in again.messages if m.role == "assistant"] == [
         "interrupted",
         "complete",
     ]
     assert again.messages[-1].content == "picked up where we left off"
-    assert Store(db_path).integrity_check() == "ok"
+    assert Store(history_db).integrity_check() == "ok"
+
+
+HTTP_CHILD = textwrap.dedent(
+    """
+    import sys
+    from nbagent import Agent, tool
+
+    @tool
+    def weather(city: str) -> str:
+        "Current weather for a city."
+        return f"sunny in {city}, 21 C"
+
+    agent = Agent("openai:test-model", base_url=sys.argv[1], api_key="k" * 20, tools=[weather])
+    print(agent.conversation.id, flush=True)
+    agent.run_sync("What is the weather in Paris?")
+    """
+)
+
+
+@pytest.mark.parametrize("hanging", [1, 2])
+def test_kill_9_while_a_model_request_waits_keeps_what_came_before(
+    tmp_path: Path, history_db: Path, openai_server: OpenAIServer, hanging: int
+) -> None:
+    """Killed while request 1 (or 2) waits for the server: the prompt (and round 1) are saved."""
+    arrived, release = threading.Event(), threading.Event()
+
+    def script(body: dict[str, Any]) -> Answer:
+        if len(openai_server.requests) == hanging:
+            arrived.set()
+            release.wait(60)  # the reply never reaches the child: it is killed meanwhile
+        return weather_script(body)
+
+    openai_server.script = script
+    try:
+        conversation_id = kill_9_when(tmp_path, HTTP_CHILD, openai_server.url, ready=arrived.is_set)
+    finally:
+        release.set()
+
+    assert query(history_db, "PRAGMA integrity_check") == [("ok",)]
+    user, answer = Store(history_db).load(conversation_id).messages
+    assert user.content == "What is the weather in Paris?"
+    assert answer.stop_reason == "interrupted" and answer.content == INTERRUPTED_NOTE
+    finished_rounds = [
+        ([c.arguments for c in r.calls], [x.content for x in r.results])
+        for r in answer.rounds or []
+    ]
+    if hanging == 1:
+        assert finished_rounds == []
+    else:  # round 1 was saved before request 2 went out
+        assert finished_rounds == [([{"city": "Paris"}], ["sunny in Paris, 21 C"])]

@@ -10,8 +10,7 @@ from pathlib import Path
 from nbagent import Agent
 from nbagent.store import SCHEMA_VERSION, Store
 from nbagent.testing import ScriptedModel, reply
-
-from .conftest import query
+from tests.support.history import query
 
 # The schema as version 1 shipped it (before value previews and the listing index).
 VERSION_1 = """
@@ -64,13 +63,13 @@ def make_version_1(path: Path) -> None:
     db.close()
 
 
-def test_version_1_file_is_migrated_and_its_data_kept(db_path: Path) -> None:
-    make_version_1(db_path)
-    conversation = Store(db_path).load("c_old")
-    assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
-    columns = {row[1] for row in query(db_path, "PRAGMA table_info(tool_results)")}
+def test_version_1_file_is_migrated_and_its_data_kept(history_db: Path) -> None:
+    make_version_1(history_db)
+    conversation = Store(history_db).load("c_old")
+    assert query(history_db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    columns = {row[1] for row in query(history_db, "PRAGMA table_info(tool_results)")}
     assert {"value_type", "preview"} <= columns
-    indexes = {row[1] for row in query(db_path, "PRAGMA index_list(conversations)")}
+    indexes = {row[1] for row in query(history_db, "PRAGMA index_list(conversations)")}
     assert "conversations_by_update" in indexes
 
     assert conversation.system == "Be nice."
@@ -89,21 +88,21 @@ def test_version_1_file_is_migrated_and_its_data_kept(db_path: Path) -> None:
     assert resumed.run_sync("And tomorrow?").output == "Still sunny."
     sent = model.requests[0].messages
     assert [m.content for m in sent[:3]] == ["Weather in Paris?", "It is sunny.", "And tomorrow?"]
-    assert len(Store(db_path).load("c_old").messages) == 4
-    assert query(db_path, "PRAGMA integrity_check") == [("ok",)]
+    assert len(Store(history_db).load("c_old").messages) == 4
+    assert query(history_db, "PRAGMA integrity_check") == [("ok",)]
 
 
-def test_empty_file_from_version_0(db_path: Path) -> None:
-    db_path.parent.mkdir(parents=True)
-    sqlite3.connect(db_path).close()  # a zero-byte file: version 0, no tables
+def test_empty_file_from_version_0(history_db: Path) -> None:
+    history_db.parent.mkdir(parents=True)
+    sqlite3.connect(history_db).close()  # a zero-byte file: version 0, no tables
     Agent(ScriptedModel()).run_sync("hi")
-    assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
-    assert query(db_path, "SELECT count(*) FROM messages") == [(2,)]
+    assert query(history_db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    assert query(history_db, "SELECT count(*) FROM messages") == [(2,)]
 
 
-def test_two_stores_migrating_at_once_migrate_once(db_path: Path) -> None:
-    make_version_1(db_path)
-    stores = [Store(db_path) for _ in range(4)]
+def test_two_stores_migrating_at_once_migrate_once(history_db: Path) -> None:
+    make_version_1(history_db)
+    stores = [Store(history_db) for _ in range(4)]
     errors: list[BaseException] = []
 
     def open_one(store: Store) -> None:
@@ -118,6 +117,6 @@ def test_two_stores_migrating_at_once_migrate_once(db_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert errors == []
-    assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
-    round_json = query(db_path, "SELECT provider_data FROM rounds")[0][0]
+    assert query(history_db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    round_json = query(history_db, "SELECT provider_data FROM rounds")[0][0]
     assert json.loads(round_json) == {"thinking": [{"signature": "abc"}]}

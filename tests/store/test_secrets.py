@@ -11,8 +11,9 @@ import pytest
 
 from nbagent import Agent, tool
 from nbagent.store import Store
+from tests.support.history import query
 
-from .conftest import OpenAIServer, query
+from .conftest import OpenAIServer
 
 
 @tool
@@ -21,17 +22,17 @@ def weather(city: str) -> str:
     return f"sunny in {city}, token {os.environ['WEATHER_SERVICE_TOKEN']}"
 
 
-def file_bytes(db_path: Path) -> bytes:
+def file_bytes(history_db: Path) -> bytes:
     """The database, its WAL and shared-memory files, as they are on disk right now."""
     return b"".join(
-        Path(str(db_path) + suffix).read_bytes()
+        Path(str(history_db) + suffix).read_bytes()
         for suffix in ("", "-wal", "-shm")
-        if Path(str(db_path) + suffix).exists()
+        if Path(str(history_db) + suffix).exists()
     )
 
 
 def test_api_key_appears_nowhere_in_the_database_bytes(
-    db_path: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+    history_db: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     api_key = "nbtest-" + uuid.uuid4().hex + uuid.uuid4().hex  # no well-known key shape
     token = "tok" + uuid.uuid4().hex
@@ -49,13 +50,13 @@ def test_api_key_appears_nowhere_in_the_database_bytes(
     assert openai_server.headers[0]["authorization"] == f"Bearer {api_key}"
     assert openai_server.requests[1]["messages"][-1]["content"].startswith("sunny in " + api_key)
 
-    data = file_bytes(db_path)  # the store is still open: the rows may live in the WAL only
+    data = file_bytes(history_db)  # the store is still open: the rows may live in the WAL only
     assert b"sunny in [redacted], token [redacted]" in data  # what was written, scrubbed
     assert api_key.encode() not in data
     assert token.encode() not in data
     assert b"sk-proj-abcdefghijklmnopqrstuvwx" not in data
 
-    loaded = Store(db_path).load(agent.conversation.id)
+    loaded = Store(history_db).load(agent.conversation.id)
     assert loaded.system == "You may use the key [redacted] and [redacted]."
     assert loaded.messages[0].content == "What is the weather in [redacted]?"
     call = loaded.messages[1].rounds[0].calls[0]  # type: ignore[index]
@@ -64,8 +65,8 @@ def test_api_key_appears_nowhere_in_the_database_bytes(
 
     assert agent.store is not None
     agent.store.close()  # checkpoint the WAL into the main file and check again
-    assert api_key.encode() not in file_bytes(db_path)
-    assert query(db_path, "SELECT count(*) FROM tool_results") == [(1,)]
+    assert api_key.encode() not in file_bytes(history_db)
+    assert query(history_db, "SELECT count(*) FROM tool_results") == [(1,)]
 
 
 def test_recording_redacts_key_headers(tmp_path: Path, openai_server: OpenAIServer) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 import nbagent
 from nbagent import Agent, ConfigError, tool
-from nbagent.events import ToolCallStarted
+from nbagent.events import RunStarted, ToolCallStarted
 from nbagent.messages import ToolCall
 from nbagent.providers.base import (
     Finished,
@@ -25,8 +26,7 @@ from nbagent.providers.base import (
 )
 from nbagent.store import INTERRUPTED_NOTE, SCHEMA_VERSION, HistoryWarning, Store
 from nbagent.testing import ScriptedModel, ScriptedRequest, call, reply
-
-from .conftest import query
+from tests.support.history import query
 
 
 @tool
@@ -54,13 +54,13 @@ def plain(conversation: nbagent.Conversation) -> dict[str, Any]:
     return conversation.to_dict()
 
 
-def test_run_is_stored_and_reloads_identically(db_path: Path) -> None:
+def test_run_is_stored_and_reloads_identically(history_db: Path) -> None:
     agent = Agent(ScriptedModel(two_rounds), tools=[add], system="Be brief.")
     first = agent.run_sync("Add 2 and 3, then add 4.")
     agent.run_sync("Thanks!")  # a second run continues the conversation
     assert first.output == "The total is 9."
 
-    store = Store(db_path)  # a fresh connection, as after a kernel restart
+    store = Store(history_db)  # a fresh connection, as after a kernel restart
     loaded = store.load(agent.conversation.id)
     assert plain(loaded) == plain(agent.conversation)
     assert loaded.system == "Be brief."
@@ -68,7 +68,7 @@ def test_run_is_stored_and_reloads_identically(db_path: Path) -> None:
     assert [len(m.rounds or []) for m in loaded.messages if m.role == "assistant"] == [2, 2]
 
     rows = query(
-        db_path,
+        history_db,
         "SELECT r.position, r.assistant_text, t.name, t.arguments, s.ok, s.content, "
         "s.value_type, s.preview FROM rounds r JOIN tool_calls t ON t.round_id = r.id "
         "JOIN tool_results s ON s.tool_call_id = t.id JOIN messages m ON r.message_id = m.id "
@@ -79,15 +79,15 @@ def test_run_is_stored_and_reloads_identically(db_path: Path) -> None:
         (1, None, "add", '{"a": 5, "b": 4}', 1, "9", "int", "9"),
     ]
     (stop_reason, tokens_in, tokens_out, duration), *_ = query(
-        db_path,
+        history_db,
         "SELECT stop_reason, input_tokens, output_tokens, duration_s FROM messages "
         "WHERE role = 'assistant' ORDER BY position",
     )
     assert stop_reason == "complete"
     assert (tokens_in, tokens_out) == (first.usage.input_tokens, first.usage.output_tokens)
     assert duration > 0
-    assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
-    assert query(db_path, "PRAGMA journal_mode") == [("wal",)]
+    assert query(history_db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    assert query(history_db, "PRAGMA journal_mode") == [("wal",)]
 
 
 class SignedModel:
@@ -111,10 +111,10 @@ class SignedModel:
         return None
 
 
-def test_provider_data_and_raw_arguments_survive_a_reload(db_path: Path) -> None:
+def test_provider_data_and_raw_arguments_survive_a_reload(history_db: Path) -> None:
     agent = Agent(SignedModel(), tools=[add])
     agent.run_sync("1 + 2?")
-    loaded = Store(db_path).load(agent.conversation.id)
+    loaded = Store(history_db).load(agent.conversation.id)
     assert plain(loaded) == plain(agent.conversation)
     answer = loaded.messages[1]
     assert answer.provider_data == {"final_signature": "xyz"}
@@ -125,12 +125,14 @@ def test_provider_data_and_raw_arguments_survive_a_reload(db_path: Path) -> None
     assert answer.model == "signed:v1"
 
 
-def test_each_round_is_saved_before_the_next_model_request(db_path: Path) -> None:
+def test_each_round_is_saved_before_the_next_model_request(history_db: Path) -> None:
     seen: list[int] = []
 
     def script(request: ScriptedRequest) -> Any:
         # What another process would find in the file at the moment of this request.
-        seen.append(query(db_path, "SELECT count(*) FROM rounds")[0][0] if db_path.exists() else -1)
+        seen.append(
+            query(history_db, "SELECT count(*) FROM rounds")[0][0] if history_db.exists() else -1
+        )
         if request.round_index < 3:
             return reply(calls=[call("add", a=request.round_index, b=1)])
         return reply("done")
@@ -139,7 +141,50 @@ def test_each_round_is_saved_before_the_next_model_request(db_path: Path) -> Non
     assert seen == [0, 1, 2, 3]
 
 
-def test_failed_tool_keeps_error_traceback_and_duration(db_path: Path) -> None:
+@pytest.mark.parametrize("consumer", ["async", "stream_sync"])
+def test_history_keeps_up_with_the_model_however_slow_the_consumer(
+    history_db: Path, consumer: str
+) -> None:
+    """History is written from the run's events, yet never lags behind the model requests.
+
+    Even a consumer that takes its time over every event finds, at each request, the
+    prompt saved and every earlier round too; the answer stays unfinished until the end.
+    """
+    seen: list[tuple[list[tuple[str, bool]], int]] = []
+
+    def script(request: ScriptedRequest) -> Any:
+        messages = query(
+            history_db, "SELECT role, finished_at IS NOT NULL FROM messages ORDER BY position"
+        )
+        seen.append(
+            (
+                [(r, bool(f)) for r, f in messages],
+                query(history_db, "SELECT count(*) FROM rounds")[0][0],
+            )
+        )
+        if request.round_index < 2:
+            return reply(calls=[call("add", a=request.round_index, b=1)])
+        return reply("done")
+
+    agent = Agent(ScriptedModel(script), tools=[add])
+    if consumer == "async":
+
+        async def take_it_slowly() -> None:
+            async for _ in agent.stream("count"):
+                await asyncio.sleep(0.01)
+
+        asyncio.run(take_it_slowly())
+    else:
+        for _ in agent.stream_sync("count"):
+            time.sleep(0.01)
+    started = [("user", True), ("assistant", False)]
+    assert seen == [(started, 0), (started, 1), (started, 2)]
+    assert query(history_db, "SELECT stop_reason FROM messages WHERE role = 'assistant'") == [
+        ("complete",)
+    ]
+
+
+def test_failed_tool_keeps_error_traceback_and_duration(history_db: Path) -> None:
     def script(request: ScriptedRequest) -> Any:
         if request.round_index == 0:
             return reply(calls=[call("fail", reason="no data")])
@@ -147,7 +192,7 @@ def test_failed_tool_keeps_error_traceback_and_duration(db_path: Path) -> None:
 
     Agent(ScriptedModel(script), tools=[fail]).run_sync("try")
     ok, content, error, traceback, duration = query(
-        db_path, "SELECT ok, content, error, traceback, duration_s FROM tool_results"
+        history_db, "SELECT ok, content, error, traceback, duration_s FROM tool_results"
     )[0]
     assert ok == 0
     assert "cannot do it: no data" in error and "cannot do it: no data" in content
@@ -155,7 +200,7 @@ def test_failed_tool_keeps_error_traceback_and_duration(db_path: Path) -> None:
     assert duration >= 0
 
 
-def test_dataframe_result_keeps_a_bounded_preview(db_path: Path) -> None:
+def test_dataframe_result_keeps_a_bounded_preview(history_db: Path) -> None:
     import pandas as pd
 
     @tool
@@ -175,7 +220,7 @@ def test_dataframe_result_keeps_a_bounded_preview(db_path: Path) -> None:
 
     Agent(ScriptedModel(script), tools=[table, long_text]).run_sync("go")
     (frame_type, frame_preview), (text_type, text_preview) = query(
-        db_path, "SELECT value_type, preview FROM tool_results ORDER BY tool_call_id"
+        history_db, "SELECT value_type, preview FROM tool_results ORDER BY tool_call_id"
     )
     assert frame_type.startswith("pandas.") and frame_type.endswith("DataFrame")
     preview = json.loads(frame_preview)
@@ -187,7 +232,7 @@ def test_dataframe_result_keeps_a_bounded_preview(db_path: Path) -> None:
     assert len(text_preview) <= 4100
 
 
-def test_cancelled_run_is_stored_with_valid_history(db_path: Path) -> None:
+def test_cancelled_run_is_stored_with_valid_history(history_db: Path) -> None:
     @tool
     async def slow() -> str:
         """Takes long."""
@@ -202,7 +247,7 @@ def test_cancelled_run_is_stored_with_valid_history(db_path: Path) -> None:
                 agent.cancel()
 
     asyncio.run(main())
-    loaded = Store(db_path).load(agent.conversation.id)
+    loaded = Store(history_db).load(agent.conversation.id)
     answer = loaded.messages[-1]
     assert answer.stop_reason == "cancelled"
     assert answer.rounds is not None and len(answer.rounds) == 1
@@ -210,7 +255,7 @@ def test_cancelled_run_is_stored_with_valid_history(db_path: Path) -> None:
     assert not result.ok and "cancelled" in result.content
 
 
-def test_provider_error_is_stored_and_still_raised(db_path: Path) -> None:
+def test_provider_error_is_stored_and_still_raised(history_db: Path) -> None:
     def script(request: ScriptedRequest) -> Any:
         if request.round_index == 0:
             return reply(calls=[call("add", a=1, b=1)])
@@ -219,11 +264,11 @@ def test_provider_error_is_stored_and_still_raised(db_path: Path) -> None:
     agent = Agent(ScriptedModel(script), tools=[add])
     with pytest.raises(RuntimeError, match="model went away"):
         agent.run_sync("hi")
-    assert query(db_path, "SELECT role, stop_reason FROM messages ORDER BY position") == [
+    assert query(history_db, "SELECT role, stop_reason FROM messages ORDER BY position") == [
         ("user", None),
         ("assistant", "error"),
     ]
-    assert query(db_path, "SELECT count(*) FROM rounds") == [(1,)]
+    assert query(history_db, "SELECT count(*) FROM rounds") == [(1,)]
 
 
 def test_creating_an_agent_touches_no_file(history_home: Path) -> None:
@@ -247,11 +292,11 @@ def test_store_none_and_history_off_write_nothing(
         Agent.resume("c_anything")
 
 
-def test_agent_env_keys_are_redacted_and_do_not_move_the_file(db_path: Path) -> None:
+def test_agent_env_keys_are_redacted_and_do_not_move_the_file(history_db: Path) -> None:
     key = "env-only-key-" + "7" * 20
     agent = Agent(ScriptedModel(), env={"OPENAI_API_KEY": key})
     agent.run_sync(f"my key is {key}")
-    assert query(db_path, "SELECT content FROM messages WHERE role = 'user'") == [
+    assert query(history_db, "SELECT content FROM messages WHERE role = 'user'") == [
         ("my key is [redacted]",)
     ]
 
@@ -264,7 +309,7 @@ def test_explicit_store_path(tmp_path: Path, history_home: Path) -> None:
     assert not history_home.exists()
 
 
-def test_history_lists_conversations_newest_first(db_path: Path) -> None:
+def test_history_lists_conversations_newest_first(history_db: Path) -> None:
     ids = []
     for number in range(3):
         agent = Agent(ScriptedModel(two_rounds), tools=[add])
@@ -287,7 +332,7 @@ def test_history_lists_conversations_newest_first(db_path: Path) -> None:
 def test_import_nbagent_does_not_import_pandas_or_open_the_store() -> None:
     code = (
         "import sys, nbagent; a = nbagent.Agent(nbagent.testing.ScriptedModel());"
-        "print('pandas' in sys.modules, a.store._db is None)"
+        "print('pandas' in sys.modules, a.store.is_open)"
     )
     out = subprocess.run(
         [sys.executable, "-c", "import nbagent.testing;" + code],
@@ -295,10 +340,10 @@ def test_import_nbagent_does_not_import_pandas_or_open_the_store() -> None:
         text=True,
         check=True,
     ).stdout
-    assert out.split() == ["False", "True"]
+    assert out.split() == ["False", "False"]
 
 
-def test_resume_continues_the_conversation(db_path: Path) -> None:
+def test_resume_continues_the_conversation(history_db: Path) -> None:
     agent = Agent(ScriptedModel(two_rounds), tools=[add], system="Be brief.")
     agent.run_sync("Add things.")
     model = ScriptedModel(lambda request: reply(f"{len(request.messages)} messages so far"))
@@ -310,10 +355,10 @@ def test_resume_continues_the_conversation(db_path: Path) -> None:
     assert [m.role for m in sent] == ["user", "assistant", "user", "assistant"]
     assert sent[1].rounds is not None and len(sent[1].rounds) == 2
     assert result.output == "4 messages so far"
-    assert len(Store(db_path).load(agent.conversation.id).messages) == 4
+    assert len(Store(history_db).load(agent.conversation.id).messages) == 4
 
 
-def test_resume_latest_and_bad_ids(db_path: Path) -> None:
+def test_resume_latest_and_bad_ids(history_db: Path) -> None:
     first = Agent(ScriptedModel())
     first.run_sync("one")
     second = Agent(ScriptedModel())
@@ -325,17 +370,17 @@ def test_resume_latest_and_bad_ids(db_path: Path) -> None:
         Agent.resume("c_")
 
 
-def test_resume_uses_the_stored_model_by_default(db_path: Path) -> None:
+def test_resume_uses_the_stored_model_by_default(history_db: Path) -> None:
     Agent(ScriptedModel(model="echo")).run_sync("hi")
     resumed = Agent.resume()
     assert resumed.model == "scripted:echo"
     assert resumed.run_sync("again").output == "You said: again"
 
 
-def test_export_json_and_markdown(tmp_path: Path, db_path: Path) -> None:
+def test_export_json_and_markdown(tmp_path: Path, history_db: Path) -> None:
     agent = Agent(ScriptedModel(two_rounds), tools=[add])
     agent.run_sync("Add things.")
-    store = Store(db_path)
+    store = Store(history_db)
     json_path = store.export(agent.conversation.id, tmp_path / "conversation.json")
     reloaded = nbagent.Conversation.from_json(json_path.read_text())
     assert plain(reloaded) == plain(agent.conversation)
@@ -344,41 +389,41 @@ def test_export_json_and_markdown(tmp_path: Path, db_path: Path) -> None:
     assert "The total is 9." in markdown
 
 
-def test_delete(db_path: Path) -> None:
+def test_delete(history_db: Path) -> None:
     agent = Agent(ScriptedModel(two_rounds), tools=[add])
     agent.run_sync("Add things.")
-    Store(db_path).delete(agent.conversation.id)
+    Store(history_db).delete(agent.conversation.id)
     for table in ("conversations", "messages", "rounds", "tool_calls", "tool_results"):
-        assert query(db_path, f"SELECT count(*) FROM {table}") == [(0,)]
+        assert query(history_db, f"SELECT count(*) FROM {table}") == [(0,)]
 
 
-def test_corrupt_file_is_moved_aside_and_the_run_goes_on(db_path: Path) -> None:
-    db_path.parent.mkdir(parents=True)
+def test_corrupt_file_is_moved_aside_and_the_run_goes_on(history_db: Path) -> None:
+    history_db.parent.mkdir(parents=True)
     garbage = b"this is not a database " * 500
-    db_path.write_bytes(garbage)
+    history_db.write_bytes(garbage)
     agent = Agent(ScriptedModel(two_rounds), tools=[add])
     with pytest.warns(HistoryWarning, match="moved it to history.db.corrupt-"):
         result = agent.run_sync("Add things.")
     assert result.output == "The total is 9."
-    (aside,) = db_path.parent.glob("history.db.corrupt-*")
+    (aside,) = history_db.parent.glob("history.db.corrupt-*")
     assert aside.read_bytes() == garbage
-    assert plain(Store(db_path).load(agent.conversation.id)) == plain(agent.conversation)
+    assert plain(Store(history_db).load(agent.conversation.id)) == plain(agent.conversation)
 
 
-def test_newer_schema_turns_history_off_without_touching_the_file(db_path: Path) -> None:
+def test_newer_schema_turns_history_off_without_touching_the_file(history_db: Path) -> None:
     import sqlite3
 
-    db_path.parent.mkdir(parents=True)
-    db = sqlite3.connect(db_path)
+    history_db.parent.mkdir(parents=True)
+    db = sqlite3.connect(history_db)
     db.execute("CREATE TABLE future (x)")
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
     db.commit()
     db.close()
-    before = db_path.read_bytes()
+    before = history_db.read_bytes()
     agent = Agent(ScriptedModel())
     with pytest.warns(HistoryWarning, match="newer than this nbagent"):
         assert agent.run_sync("hi").output == "You said: hi"
-    assert db_path.read_bytes() == before
+    assert history_db.read_bytes() == before
 
 
 def test_unusable_location_warns_and_the_run_goes_on(
@@ -395,21 +440,22 @@ def test_unusable_location_warns_and_the_run_goes_on(
     assert result.stop_reason == "complete"
 
 
-def test_interrupted_message_loads_with_a_note(db_path: Path) -> None:
+def test_interrupted_message_loads_with_a_note(history_db: Path) -> None:
     """An assistant message never finished (see test_crash for the real kill -9)."""
-    store = Store(db_path)
+    store = Store(history_db)
     conversation = nbagent.Conversation()
     conversation.messages += [
         nbagent.Message("user", "hi"),
         nbagent.Message("assistant", "", rounds=[], model="scripted"),
     ]
-    store.writer(conversation).checkpoint()
+    # A run that started and never finished: the writer saw RunStarted only.
+    store.writer(conversation).on_event(RunStarted("hi", "scripted", conversation.id))
     loaded = store.load(conversation.id)
     assert loaded.messages[-1].content == INTERRUPTED_NOTE
     assert loaded.messages[-1].stop_reason == "interrupted"
 
 
-def test_writes_from_two_threads_share_one_store(db_path: Path) -> None:
+def test_writes_from_two_threads_share_one_store(history_db: Path) -> None:
     """The sync API's loop thread and the kernel's own loop may write at once."""
     import threading
 
@@ -431,7 +477,7 @@ def test_writes_from_two_threads_share_one_store(db_path: Path) -> None:
     asyncio.run(on_this_loop())
     thread.join()
     assert errors == []
-    assert query(db_path, "SELECT count(*) FROM rounds") == [(40,)]
+    assert query(history_db, "SELECT count(*) FROM rounds") == [(40,)]
 
 
 def test_where_the_file_lives(history_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,16 +1,117 @@
-"""Rows of the history database: writing messages and rounds, reading a conversation back."""
+"""Rows of the history database: a run's start, rounds and answer written, a conversation read back.
+
+Every text written goes through the run's :class:`~nbagent.redaction.Scrubber`, so
+secrets never reach the file. These functions run inside a transaction the caller
+opened (see :class:`~nbagent.store.database.Database`); they only speak SQL.
+"""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .redaction import Scrubber, scrub_optional
-from .values import preview_value
-from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
+from ..messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
+from ..redaction import Scrubber, scrub_optional
+from ..values import preview_value
+
+if TYPE_CHECKING:
+    from ..results import RunResult
 
 INTERRUPTED_NOTE = "[run interrupted: the kernel stopped before it finished]"
+"""The content a stored answer comes back with when its run never finished."""
+
+TITLE_CHARS = 80
+"""A conversation's title is the first line of its first prompt, cut to this length."""
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+def insert_run_start(
+    db: sqlite3.Connection,
+    scrub: Scrubber,
+    conversation: Conversation,
+    position: int,
+    now: float,
+) -> int:
+    """Save the start of the run whose answer is ``conversation.messages[position]``.
+
+    Upserts the conversation, writes the earlier messages the file lacks (or holds
+    only unfinished), then the run's answer as an unfinished row, whose id it returns.
+    """
+    message = conversation.messages[position]
+    first_user = next((m.content for m in conversation.messages if m.role == "user"), "")
+    db.execute(
+        """
+        INSERT INTO conversations (id, title, system, model, created_at, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO UPDATE SET
+          system = excluded.system, model = excluded.model, updated_at = excluded.updated_at,
+          title = coalesce(conversations.title, excluded.title)
+        """,
+        (
+            conversation.id,
+            title_of(scrub.text(first_user)),
+            scrub_optional(scrub.text, conversation.system),
+            message.model,
+            now,
+            now,
+        ),
+    )
+    # Messages before this run that the file holds complete are trusted; anything
+    # from the first gap (or unfinished one) onwards is replaced from memory.
+    trusted = db.execute(
+        """
+        SELECT count(*) FROM messages
+        WHERE conversation_id = ? AND position < ? AND finished_at IS NOT NULL
+          AND position < coalesce((SELECT min(position) FROM messages
+                                   WHERE conversation_id = ? AND finished_at IS NULL), ?)
+        """,
+        (conversation.id, position, conversation.id, position),
+    ).fetchone()[0]
+    db.execute(
+        "DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
+        (conversation.id, trusted),
+    )
+    for index in range(trusted, position):
+        insert_message(db, scrub, conversation.id, index, conversation.messages[index], now)
+    return insert_message(db, scrub, conversation.id, position, message, now, finished=False)
+
+
+def update_answer(
+    db: sqlite3.Connection,
+    scrub: Scrubber,
+    conversation_id: str,
+    message_row: int,
+    message: Message,
+    result: RunResult,
+    now: float,
+) -> None:
+    """Mark the run's answer row finished: its text, stop reason, model, usage and duration."""
+    usage = result.usage
+    db.execute(
+        """
+        UPDATE messages SET content = ?, stop_reason = ?, model = ?, input_tokens = ?,
+          output_tokens = ?, provider_data = ?, duration_s = ?, finished_at = ?
+        WHERE id = ?
+        """,
+        (
+            scrub.text(message.content),
+            result.stop_reason,
+            result.model,
+            usage.input_tokens,
+            usage.output_tokens,
+            scrub.json(message.provider_data),
+            result.elapsed_s,
+            now,
+            message_row,
+        ),
+    )
+    db.execute(
+        "UPDATE conversations SET updated_at = ?, model = ? WHERE id = ?",
+        (now, result.model, conversation_id),
+    )
 
 
 def insert_message(
@@ -23,6 +124,11 @@ def insert_message(
     *,
     finished: bool = True,
 ) -> int:
+    """Write one message (with its rounds when ``finished``); returns its row id.
+
+    An unfinished message (a run in progress) is written empty: its rounds and its
+    answer follow as the run goes.
+    """
     usage = message.usage
     cursor = db.execute(
         """
@@ -60,6 +166,7 @@ def insert_round(
     tool_round: ToolRound,
     now: float,
 ) -> None:
+    """Write one finished round: its text, usage, calls and their results."""
     cursor = db.execute(
         """
         INSERT INTO rounds (message_id, position, assistant_text, input_tokens, output_tokens,
@@ -121,6 +228,9 @@ def insert_round(
                 scrub_optional(scrub.text, preview),
             ),
         )
+
+
+# -- reading -------------------------------------------------------------------------
 
 
 def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversation:
@@ -205,6 +315,12 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
                 total = total + tool_round.usage
             message.usage = total
     return Conversation(id=conversation_id, system=system, messages=list(messages.values()))
+
+
+def title_of(prompt: str) -> str:
+    """The first line of ``prompt``, cut to :data:`TITLE_CHARS`."""
+    line = prompt.strip().splitlines()[0] if prompt.strip() else ""
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
 def _json_or_none(text: str | None) -> Any:

@@ -1,0 +1,280 @@
+"""The history file itself: opening it, sharing it between kernels, replacing it when corrupt.
+
+Robustness rules: the file is opened lazily on first use (creating an Agent costs
+no I/O); WAL mode, a busy timeout and ``BEGIN IMMEDIATE`` let several kernels
+write at once; a corrupt file is moved aside with a warning and a new one is
+started; a file from a newer nbagent turns history off untouched; any other
+database failure becomes a :class:`HistoryWarning`, never an exception in the
+user's run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import ConfigError
+from .migrations import SCHEMA_VERSION, NewerSchemaError, migrate
+
+logger = logging.getLogger("nbagent")
+
+T = TypeVar("T")
+Self = TypeVar("Self", bound="Database")
+
+
+class HistoryWarning(UserWarning):
+    """History could not be written or read; the run itself is unaffected."""
+
+
+class Database:
+    """One SQLite history file and the transactions run on it.
+
+    One connection is shared by the kernel's threads (the sync API runs the loop in a
+    background thread); a lock serialises its use.
+
+    Args:
+        path: the SQLite file (created with its folder on first write).
+        busy_timeout: seconds to wait for another kernel's write before giving up.
+        clock: returns the time in seconds since the epoch (tests inject one).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.busy_timeout = busy_timeout
+        self.clock = clock
+        self.generation = 0
+        """Bumped when a corrupt file is replaced, so writers rewrite what they had saved."""
+        self._db: sqlite3.Connection | None = None
+        self._disabled: str | None = None
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the file is open (it is opened on the first read or write)."""
+        return self._db is not None
+
+    def close(self) -> None:
+        """Close the connection (the next use opens it again); checkpoints the WAL."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def __del__(self) -> None:
+        # A forgotten Store must not leave its connection to the garbage collector
+        # (which warns about it in newer Pythons).
+        db = getattr(self, "_db", None)
+        if db is not None:
+            try:
+                db.close()
+            except Exception:
+                pass
+
+    def __enter__(self: Self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions ----------------------------------------------------------------
+
+    def write(self, work: Callable[[sqlite3.Connection], object]) -> bool:
+        """Run ``work`` in one write transaction; False (after a warning) if it failed.
+
+        Never raises: history must not end the user's run. A corrupt file is moved
+        aside (and :attr:`generation` bumped, so writers save everything again).
+        """
+        with self._lock:
+            db = self._connection()
+            if db is None:
+                return False
+            try:
+                self._transaction(db, work)
+                return True
+            except sqlite3.DatabaseError as error:
+                if is_corrupt(error):
+                    self._move_aside(error)
+                else:
+                    _warn(f"nbagent history not saved ({self.path}): {error}")
+            except Exception as error:  # a bug here must not end the user's run
+                logger.exception("history write failed")
+                _warn(f"nbagent history not saved ({self.path}): {error!r}")
+            return False
+
+    def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on one consistent snapshot (a read transaction).
+
+        Raises:
+            ConfigError: the history cannot be opened (the warning before says why).
+        """
+        with self._lock:
+            db = self._connection()
+            if db is None:
+                reason = self._disabled or "see the warning above"
+                raise ConfigError(f"nbagent history is unavailable ({self.path}): {reason}")
+            db.execute("BEGIN")
+            try:
+                return work(db)
+            finally:
+                db.execute("COMMIT")
+
+    def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` ("ok" when the file is sound)."""
+        rows = self.read(lambda db: db.execute("PRAGMA integrity_check").fetchall())
+        return "\n".join(str(r[0]) for r in rows)
+
+    def _transaction(
+        self, db: sqlite3.Connection, work: Callable[[sqlite3.Connection], object]
+    ) -> None:
+        # BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that
+        # read first could fail with SQLITE_BUSY at its first write, which the busy
+        # handler cannot retry. The loop covers the rare busy that slips through.
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as error:
+                if not is_busy(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(random.uniform(0.005, 0.05))
+        try:
+            work(db)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    # -- the connection --------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection | None:
+        """The open connection, opening (and if need be migrating or replacing) the file."""
+        if self._db is not None:
+            return self._db
+        if self._disabled:
+            return None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self._db = self._open_when_free()
+            except sqlite3.DatabaseError as error:
+                if not is_corrupt(error):
+                    raise
+                self._move_aside(error)
+                if self._disabled:
+                    return None
+                self._db = self._open_when_free()
+        except NewerSchemaError as error:
+            self._disable(str(error))
+        except OSError as error:  # the folder cannot be made: it will not fix itself
+            self._disable(str(error))
+        except sqlite3.Error as error:
+            # Not remembered: a locked file may work next time.
+            _warn(f"nbagent history unavailable ({self.path}): {error}")
+        return self._db
+
+    def _open_when_free(self) -> sqlite3.Connection:
+        """:meth:`_open`, retried while another process holds the file.
+
+        Two kernels opening a new file at once race on switching it to WAL and on the
+        first migration; SQLite reports some of those collisions as "database is
+        locked" at once, without calling the busy handler, so wait and retry here.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                return self._open()
+            except sqlite3.OperationalError as error:
+                if not is_busy(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(random.uniform(0.01, 0.1))
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            db.execute("PRAGMA foreign_keys = ON")
+            # Checked before anything changes the file (WAL mode would rewrite its header).
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise NewerSchemaError(version)
+            if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            # In WAL mode NORMAL survives an application crash (kill -9); only a power
+            # cut can lose the last commits, and it never corrupts the file.
+            db.execute("PRAGMA synchronous = NORMAL")
+            migrate(db)
+            db.execute("SELECT count(*) FROM conversations").fetchone()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _disable(self, reason: str) -> None:
+        self._disabled = reason
+        _warn(f"nbagent history is off for {self.path}: {reason}")
+
+    def _move_aside(self, error: BaseException) -> None:
+        """Rename a corrupt file (and its WAL) out of the way so a new one can start."""
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                source = Path(str(self.path) + suffix)
+                if source.exists():
+                    os.replace(source, Path(str(target) + suffix))
+        except OSError as move_error:
+            self._disable(f"the file is unreadable ({error}) and cannot be moved ({move_error})")
+            return
+        self.generation += 1
+        _warn(
+            f"nbagent history file {self.path} was unreadable ({error}); "
+            f"moved it to {target.name} and started a new one"
+        )
+
+
+def is_corrupt(error: BaseException) -> bool:
+    """Whether SQLite's ``error`` says the file is damaged or not a database."""
+    code: Any = getattr(error, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
+        return True
+    text = str(error).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether ``error`` means another connection holds the lock (worth retrying)."""
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
+
+
+def _warn(message: str) -> None:
+    logger.warning(message)
+    # stacklevel 3: the warning points at the caller of write()/read() (as before).
+    warnings.warn(message, HistoryWarning, stacklevel=3)
