@@ -145,16 +145,8 @@ class Database:
     ) -> None:
         # BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that
         # read first could fail with SQLITE_BUSY at its first write, which the busy
-        # handler cannot retry. The loop covers the rare busy that slips through.
-        deadline = time.monotonic() + self.busy_timeout
-        while True:
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                break
-            except sqlite3.OperationalError as error:
-                if not is_busy(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(random.uniform(0.005, 0.05))
+        # handler cannot retry. The retry covers the rare busy that slips through.
+        self._while_busy(lambda: db.execute("BEGIN IMMEDIATE"), pause=0.05)
         try:
             work(db)
             db.execute("COMMIT")
@@ -198,14 +190,21 @@ class Database:
         first migration; SQLite reports some of those collisions as "database is
         locked" at once, without calling the busy handler, so wait and retry here.
         """
+        return self._while_busy(self._open, pause=0.1)
+
+    def _while_busy(self, action: Callable[[], T], *, pause: float) -> T:
+        """``action()``, retried after a random pause of up to ``pause`` s while busy.
+
+        Gives up (re-raising) after :attr:`busy_timeout`; other errors pass at once.
+        """
         deadline = time.monotonic() + self.busy_timeout
         while True:
             try:
-                return self._open()
+                return action()
             except sqlite3.OperationalError as error:
                 if not is_busy(error) or time.monotonic() > deadline:
                     raise
-                time.sleep(random.uniform(0.01, 0.1))
+                time.sleep(random.uniform(pause / 10, pause))
 
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(
