@@ -125,6 +125,7 @@ class Run:
                 if event is None:
                     break
                 yield event
+                self._queue.task_done()  # the consumer came back for more: it handled this one
         finally:
             if timer is not None:
                 timer.cancel()
@@ -246,10 +247,11 @@ class Run:
         usage = Usage()
         provider_data: dict[str, Any] | None = None
         started = time.perf_counter()
-        # Let the consumer take the events emitted so far before the request goes out:
-        # the history writer then saves the finished round first, so a crash during
-        # this request loses at most this round (one event-loop turn, no real wait).
-        await asyncio.sleep(0)
+        # The request waits until the consumer has handled every event emitted so far,
+        # however long it takes over each: the history writer has then saved the prompt
+        # and every finished round, so a crash during this request loses only this round.
+        # (A consumer that keeps up costs one event-loop turn, as asyncio.sleep(0) did.)
+        await self._queue.join()
         stream = self.provider.stream(request)
         try:
             async for event in stream:
