@@ -1,20 +1,18 @@
-"""Suite-wide safety: no test writes the user's real history, and no test sees real keys."""
+"""Suite-wide safety: no test writes the user's real history, sees real keys or uses the network."""
 
 from __future__ import annotations
 
 import pytest
 
-_KEY_VARS = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_AUTH_TOKEN",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "OLLAMA_HOST",
-    "NBAGENT_MODEL",
-)
+from tests.support import network
+from tests.support.env import NEVER_INHERITED
+
+pytest_plugins = ("pytester",)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Any connection beyond this machine fails the test that opened it (loopback is fine).
+    network.install(config)
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +21,7 @@ def _private_history_and_no_keys(
 ) -> None:
     # Subdirectory conftests may point NBAGENT_HOME somewhere more specific; this is the floor.
     monkeypatch.setenv("NBAGENT_HOME", str(tmp_path_factory.mktemp("nbagent-home")))
-    for name in _KEY_VARS:
+    for name in NEVER_INHERITED:
         monkeypatch.delenv(name, raising=False)
 
 

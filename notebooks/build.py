@@ -1,7 +1,8 @@
-"""Source of the tutorials in notebooks/: rebuild them, then re-execute them.
+"""Source of the tutorials in this folder: rebuild them, re-execute them, or check them.
 
-    python tests/notebooks/build_notebooks.py            # writes notebooks/*.ipynb (no outputs)
-    python tests/notebooks/build_notebooks.py --execute  # and stores fresh outputs
+    python notebooks/build.py            # writes notebooks/*.ipynb (no outputs)
+    python notebooks/build.py --execute  # and stores fresh outputs
+    python notebooks/build.py --check    # writes nothing; fails if a notebook's cells differ
 
 Cells are written here as (kind, source, tags). Tags are nbval's: the suite runs
 the notebooks with ``--nbval-lax``, so every cell must run without error and
@@ -17,8 +18,8 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = ROOT / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parent
+ROOT = NOTEBOOKS.parent
 CHECK = ["nbval-check-output"]
 
 Cell = tuple[str, str, list[str]]
@@ -840,9 +841,29 @@ ALL = {
 }
 
 
+def cells_of(nb: nbformat.NotebookNode) -> list[tuple[str, str, list[str]]]:
+    """What this builder decides about a notebook: each cell's kind, source and tags."""
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+def stale(names: list[str]) -> list[str]:
+    """The notebooks whose stored cells are not the ones this file builds."""
+    found = []
+    for name in names:
+        path = NOTEBOOKS / name
+        stored = cells_of(nbformat.read(path, as_version=4)) if path.exists() else None
+        if stored != cells_of(notebook(ALL[name])):
+            found.append(name)
+    return found
+
+
 def main(argv: list[str]) -> int:
-    NOTEBOOKS.mkdir(exist_ok=True)
     names = [a for a in argv if not a.startswith("-")] or list(ALL)
+    if "--check" in argv:
+        differ = stale(names)
+        for name in differ:
+            print(f"{name} is not what notebooks/build.py writes: rebuild it with --execute")
+        return 1 if differ else 0
     for name in names:
         nb = notebook(ALL[name])
         path = NOTEBOOKS / name

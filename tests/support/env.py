@@ -1,0 +1,49 @@
+"""The environment variables no test may inherit from the developer's shell.
+
+A key in the environment would send a test's requests to a real API (or make it
+pick a different default model); an nbagent setting would change what a run does.
+The suite's conftest removes all of these from every test's process environment;
+:func:`child_environment` does the same for a process a test starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+# Every variable a provider adapter reads: keys, base URLs, account headers.
+# To become `tuple(nbagent.providers.environment_variables())` once the registry has it.
+PROVIDER_VARIABLES: tuple[str, ...] = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "OLLAMA_HOST",
+    "OLLAMA_API_KEY",
+)
+
+# nbagent's own settings that change a run: which model, which approvals, history on/off.
+# (NBAGENT_HOME is not here: the suite points it at a temporary folder instead.)
+NBAGENT_SETTINGS: tuple[str, ...] = ("NBAGENT_MODEL", "NBAGENT_APPROVAL", "NBAGENT_HISTORY")
+
+NEVER_INHERITED: tuple[str, ...] = PROVIDER_VARIABLES + NBAGENT_SETTINGS
+
+
+def child_environment(
+    base: Mapping[str, str] | None = None, *, drop_prefix: str = "", **values: str
+) -> dict[str, str]:
+    """An environment for a child process: ``base`` (default ``os.environ``) without the
+    variables above (and any starting with ``drop_prefix``), then ``values`` set."""
+    env = {
+        name: value
+        for name, value in (os.environ if base is None else base).items()
+        if name not in NEVER_INHERITED and not (drop_prefix and name.startswith(drop_prefix))
+    }
+    env.update(values)
+    return env

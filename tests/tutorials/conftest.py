@@ -1,0 +1,23 @@
+"""Tutorial and demo tests: they run real kernels on the embedded model.
+
+The kernels must use the embedded model whatever the developer has set, and the
+cells that need an API key or a server must see none (they skip cleanly).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.env import child_environment
+
+# The providers tutorial's own switch for trying an OpenAI-compatible server.
+TUTORIAL_VARIABLES = ("OPENAI_COMPAT_BASE_URL",)
+
+
+@pytest.fixture
+def clean_env(tmp_path):
+    env = child_environment(drop_prefix="NBAGENT_", NBAGENT_MODEL="local")
+    for name in TUTORIAL_VARIABLES:
+        env.pop(name, None)
+    env["NBAGENT_HOME"] = str(tmp_path / "home")  # history DB of the run, not the user's
+    return env
