@@ -39,8 +39,9 @@ from typing import Any
 
 import httpx
 
-from .redaction import REDACTED  # one marker for history and recordings
 from .errors import ConfigError, ReplayMissError
+from .providers import invented_id_patterns, secret_headers
+from .redaction import REDACTED  # one marker for history and recordings
 
 __all__ = [
     "RecordingTransport",
@@ -50,17 +51,7 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-SECRET_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "x-goog-api-key",
-        "api-key",
-        "cookie",
-        "set-cookie",
-    }
-)
+# Secret headers come from the providers (each adapter names those that carry its key).
 SECRET_PARAMS = frozenset({"key", "api_key", "apikey", "access_token", "token"})
 # Recorded bodies are stored decoded; these headers would then lie about them.
 _BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
@@ -80,7 +71,7 @@ def http_client(
     Pass it to a provider (``OpenAIProvider(model, http_client=...)``); ``Agent(record=,
     replay=)`` does this for you.
     """
-    from .providers._http import DEFAULT_TIMEOUT
+    from .providers.http import DEFAULT_TIMEOUT
 
     if record is None and replay is None:
         raise ConfigError("http_client() needs record= or replay=")
@@ -163,24 +154,27 @@ def normalise_request(method: str, url: httpx.URL, body: bytes) -> dict[str, Any
         "method": method.upper(),
         "path": url.path,
         "query": [list(pair) for pair in query],
-        "body": _number_invented_ids(_parse_body(body), {}),
+        "body": _number_invented_ids(_parse_body(body), {}, _invented_ids()),
     }
 
 
-# Call ids nbagent makes up when a server sends none (Ollama, some compatible servers):
-# random in every run, so a replay matches them by order of appearance instead.
-_INVENTED_ID = re.compile(r"(?:call_|gemini_call_)[0-9a-f]{16}")
+def _invented_ids() -> re.Pattern[str]:
+    """Call ids providers make up when a server sends none (Ollama, some compatible
+    servers): random in every run, so a replay matches them by order of appearance.
+    """
+    patterns = invented_id_patterns()  # re caches the compiled pattern
+    return re.compile("|".join(f"(?:{p})" for p in patterns) or "(?!)")  # (?!): no match
 
 
-def _number_invented_ids(value: Any, seen: dict[str, str]) -> Any:
+def _number_invented_ids(value: Any, seen: dict[str, str], invented: re.Pattern[str]) -> Any:
     if isinstance(value, str):
-        if _INVENTED_ID.fullmatch(value):
+        if invented.fullmatch(value):
             return seen.setdefault(value, f"<invented id {len(seen) + 1}>")
         return value
     if isinstance(value, dict):
-        return {k: _number_invented_ids(v, seen) for k, v in value.items()}
+        return {k: _number_invented_ids(v, seen, invented) for k, v in value.items()}
     if isinstance(value, list):
-        return [_number_invented_ids(v, seen) for v in value]
+        return [_number_invented_ids(v, seen, invented) for v in value]
     return value
 
 
@@ -203,9 +197,9 @@ def _parse_body(body: bytes) -> Any:
 
 
 def _redact_headers(headers: httpx.Headers) -> dict[str, str]:
+    secret = secret_headers()
     return {
-        name: REDACTED if name.lower() in SECRET_HEADERS else value
-        for name, value in headers.multi_items()
+        name: REDACTED if name.lower() in secret else value for name, value in headers.multi_items()
     }
 
 

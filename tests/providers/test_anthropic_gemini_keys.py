@@ -19,6 +19,7 @@ from nbagent import Agent
 from nbagent.errors import ProviderError
 from nbagent.providers.anthropic import AnthropicProvider
 from nbagent.providers.gemini import GeminiProvider
+from nbagent.redaction import REDACTED
 
 from .wire import Reply
 
@@ -85,7 +86,7 @@ async def test_key_never_leaks(provider, wire_server, caplog):
     wire_server.add(*_replies(provider))
     instance = cls("model-x", base_url=wire_server.url, api_key=KEY, backoff=0.01)
     agent = Agent(instance, tools=[], store=None)
-    texts += [repr(instance), repr(agent), repr(instance._http)]
+    texts += [repr(instance), repr(agent), repr(instance.session)]
     for _ in range(2):  # the auth error, then the error inside a 200 stream
         with pytest.raises(ProviderError) as caught:
             await agent.run("hello")
@@ -116,6 +117,6 @@ async def test_key_never_leaks(provider, wire_server, caplog):
     for text in texts:
         assert KEY not in text
     # The servers' echoed key was replaced, not the whole message dropped.
-    assert any("***" in t for t in texts)
+    assert any(REDACTED in t for t in texts)
     # And the key did travel, in its header only.
     assert [r.headers[header] for r in wire_server.requests] == [KEY] * 3

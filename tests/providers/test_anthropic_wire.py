@@ -350,7 +350,7 @@ async def test_thinking_blocks_are_echoed_untouched(wire_server):
     wire_server.add(Reply.sse(events), sse_reply("3"))
     calls = Calls()
     agent = make_agent(
-        wire_server, [calls.tool], extra={"thinking": {"type": "enabled", "budget_tokens": 8000}}
+        wire_server, [calls.tool], extra_body={"thinking": {"type": "enabled", "budget_tokens": 8000}}
     )
     result = await agent.run("1+2?")
     assert result.output == "3"

@@ -24,9 +24,12 @@ from typing_extensions import TypedDict
 
 from nbagent import Tool
 from nbagent.messages import Message, ToolSpec
-from nbagent.providers._schema_convert import NameMap, to_gemini_schema
+from nbagent.providers.schema_convert import NameMap, to_gemini_schema
 from nbagent.providers.base import ModelRequest
-from nbagent.providers.gemini import build_body
+from nbagent.providers.gemini import GeminiProvider
+
+build_body = GeminiProvider("gemini-test", api_key="k", env={}).build_body
+"""The request body a Gemini provider builds (no request is sent)."""
 
 _TYPES = {"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
 _KEYS = {
@@ -307,7 +310,9 @@ def test_history_tools_no_longer_offered_are_declared_with_calls_forbidden():
     """A second run without tools: the history still holds calls; the request declares
     those tools (so Gemini and Anthropic accept the history) and forbids calling them."""
     from nbagent.messages import ToolCall, ToolResult, ToolRound
-    from nbagent.providers.anthropic import build_body as anthropic_body
+    from nbagent.providers.anthropic import AnthropicProvider
+
+    anthropic_body = AnthropicProvider("m", api_key="k", env={}).build_body
 
     round_ = ToolRound(
         None, [ToolCall("c1", "add", {"a": 1})], [ToolResult("c1", "add", True, "1")]
@@ -321,7 +326,7 @@ def test_history_tools_no_longer_offered_are_declared_with_calls_forbidden():
     gemini = build_body(request)
     assert gemini["tools"] == [{"functionDeclarations": [{"name": "add"}]}]
     assert gemini["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}}
-    anthropic = anthropic_body(request, "m")
+    anthropic = anthropic_body(request)
     assert [t["name"] for t in anthropic["tools"]] == ["add"]
     assert anthropic["tool_choice"] == {"type": "none"}
     offered = ModelRequest(

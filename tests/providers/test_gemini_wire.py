@@ -312,7 +312,7 @@ async def test_generation_config_system_and_extra(wire_server):
         "models/gemini-test",
         base_url=wire_server.url + "/v1beta",
         api_key=KEY,
-        extra={"generationConfig": {"thinkingConfig": {"includeThoughts": True}}},
+        extra_body={"generationConfig": {"thinkingConfig": {"includeThoughts": True}}},
     )
     agent = Agent(
         provider, tools=[], system="Be terse.", max_output_tokens=100, temperature=0.2, store=None

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from nbagent.errors import ProviderError
-from nbagent.providers._http import (
+from nbagent.providers import TextChunk
+from nbagent.providers.http import (
     HttpSession,
     NDJSONParser,
     SSEEvent,
@@ -19,6 +20,7 @@ from nbagent.providers._http import (
     error_from_body,
     join_url,
 )
+from nbagent.providers.openai import OpenAIDecoder
 
 from .wire import Reply, WireServer
 
@@ -292,21 +294,27 @@ async def test_200_that_is_not_json(wire_server: WireServer) -> None:
 async def test_error_body_is_read_when_streaming(wire_server: WireServer) -> None:
     wire_server.add(Reply(400, {"error": {"message": "bad stream request", "type": "invalid"}}))
     with pytest.raises(ProviderError) as info:
-        async for _ in _session(wire_server).stream_sse("/x", {}):
+        async for _ in _session(wire_server).post("/x", {}, stream=True):
             pass
     assert info.value.message == "bad stream request"
 
 
-async def test_error_payload_after_200_raises(wire_server: WireServer) -> None:
-    wire_server.add(
-        Reply.sse([{"n": 1}, {"error": {"message": "server melted", "type": "server_error"}}])
+def test_error_payload_after_200_raises_after_the_events_before_it() -> None:
+    body = b"".join(
+        b"data: " + json.dumps(payload).encode() + b"\n\n"
+        for payload in (
+            {"choices": [{"index": 0, "delta": {"content": "Hel"}}]},
+            {"error": {"message": "server melted", "type": "server_error"}},
+            {"choices": [{"index": 0, "delta": {"content": "lo"}}]},
+        )
     )
-    seen = []
-    with pytest.raises(ProviderError) as info:
-        async for _, payload in _session(wire_server).stream_sse("/x", {}):
-            seen.append(payload)
-    assert seen == [{"n": 1}]
-    assert info.value.error_type == "server_error" and "server melted" in info.value.message
+    decoder = OpenAIDecoder()
+    assert decoder.feed(body) == [TextChunk("Hel")]  # one read: the text before the error
+    assert decoder.error is not None
+    assert decoder.error.error_type == "server_error"
+    assert "server melted" in decoder.error.message
+    with pytest.raises(ProviderError):
+        decoder.close()
 
 
 # --------------------------------------------------------------------------- clients

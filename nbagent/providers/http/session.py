@@ -1,0 +1,280 @@
+"""One provider instance's HTTP: a client per event loop, retries, errors.
+
+::
+
+    session = HttpSession(
+        "anthropic",
+        base_url="https://api.anthropic.com",
+        headers={"x-api-key": key, "anthropic-version": "2023-06-01"},
+        secrets=[key],                      # redacted from every error text
+        auth_hint="set ANTHROPIC_API_KEY or pass api_key=...",
+    )
+    async for piece in session.post("/v1/messages", body, stream=True):
+        ...   # the response body, one piece per network read
+    data = await session.post_json("/v1/messages", body)    # one parsed JSON reply
+    await session.aclose()
+
+What the session does for its provider:
+
+* **Clients.** One ``httpx.AsyncClient`` per event loop: the same provider may be
+  used from nbagent's background loop thread and from the Jupyter kernel's loop,
+  and an AsyncClient must never cross loops. A caller's ``http_client=`` is used
+  as-is for every loop (their responsibility).
+* **Retries** before the first response byte only (see :mod:`.retry`).
+* **Errors.** Every failure becomes :class:`~nbagent.errors.ProviderError` with the
+  provider's own message (see :mod:`.errors`); the error body is read even when
+  streaming; a connection dropped or stalled mid-stream raises too.
+* **Secrets.** The secrets never appear in an error text; nothing here logs
+  headers or bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+import httpx
+from pydantic_core import from_json
+
+from ...errors import ProviderError
+from .errors import ErrorReporter, error_from_body, payload_error
+from .retry import MAX_RETRY_WAIT_S, RetryPolicy, retry_after
+
+logger = logging.getLogger("nbagent.providers")
+
+__all__ = ["DEFAULT_TIMEOUT", "HttpSession", "join_url"]
+
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+"""Generous read timeout (reasoning models think long before the first byte)."""
+
+
+def join_url(base_url: str, path: str) -> str:
+    """``join_url("http://h/v1/", "/chat/completions")`` -> ``"http://h/v1/chat/completions"``."""
+    if not path:
+        return base_url
+    return base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+class HttpSession:
+    """HTTP for one provider instance. See the module docstring for usage.
+
+    Args:
+        provider: the provider name errors carry.
+        base_url: every path is joined to it.
+        headers: sent with every request (auth goes here, never in the URL).
+        secrets: redacted from every error text.
+        auth_hint: added to a 401's message ("set OPENAI_API_KEY or pass api_key=...").
+        http_client: used as-is for every loop, never closed here.
+        max_retries: retries before the first response byte.
+        timeout: seconds or an ``httpx.Timeout``: connecting and the wait for each
+            response byte (default: :data:`DEFAULT_TIMEOUT`).
+        backoff: the first retry wait in seconds (doubled each time, capped at 8 s).
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        base_url: str,
+        headers: Mapping[str, str] | None = None,
+        secrets: Iterable[str | None] = (),
+        auth_hint: str = "",
+        http_client: httpx.AsyncClient | None = None,
+        max_retries: int = 3,
+        timeout: float | httpx.Timeout | None = None,
+        backoff: float = 0.5,
+    ) -> None:
+        self.provider = provider
+        self.base_url = base_url
+        self._headers = {"content-type": "application/json", **dict(headers or {})}
+        self.errors = ErrorReporter(provider, secrets, auth_hint)
+        self.retry = RetryPolicy(max_retries, backoff)
+        if timeout is None:
+            self.timeout = DEFAULT_TIMEOUT
+        elif isinstance(timeout, httpx.Timeout):
+            self.timeout = timeout
+        else:
+            self.timeout = httpx.Timeout(float(timeout))
+        self._given_client = http_client
+        self._lock = threading.Lock()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:  # no headers: they hold the key
+        return f"HttpSession({self.provider!r}, base_url={self.errors.redact(self.base_url)!r})"
+
+    @property
+    def auth_hint(self) -> str:
+        """What a 401 tells the user to set."""
+        return self.errors.auth_hint
+
+    # -- clients ---------------------------------------------------------------
+
+    def client(self) -> httpx.AsyncClient:
+        """The AsyncClient for the running event loop (created on first use)."""
+        if self._given_client is not None:
+            return self._given_client
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            with self._lock:  # two loop threads may ask at once
+                # A client keeps its loop alive, so drop those of loops that are gone.
+                for old in [lp for lp in self._clients if lp.is_closed()]:
+                    del self._clients[old]
+                client = httpx.AsyncClient(timeout=self.timeout)
+                self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the clients this session created (never a caller's ``http_client``)."""
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        for loop, client in list(self._clients.items()):
+            if loop is current:
+                await client.aclose()
+            elif not loop.is_closed() and loop.is_running():
+                # Close it on its own loop; an AsyncClient must not be used across loops.
+                asyncio.run_coroutine_threadsafe(client.aclose(), loop)
+        self._clients.clear()
+
+    # -- requests ----------------------------------------------------------------
+
+    async def post(self, path: str, body: Any, *, stream: bool) -> AsyncIterator[bytes]:
+        """POST ``body`` as JSON; yield the response body.
+
+        Streaming, one piece per network read; otherwise the whole body at once
+        (read before the generator yields, with the same retries). Only a 2xx
+        response gets here: any other raises ProviderError.
+        """
+        response = await self._send(path, body, read_body=not stream)
+        if not stream:
+            yield response.content
+            return
+        try:
+            try:
+                async for chunk in response.aiter_bytes():
+                    if chunk:
+                        yield chunk
+            except httpx.TimeoutException:
+                raise self.errors.error(
+                    None, "timeout", "the stream stalled: no data within the read timeout"
+                ) from None
+            except httpx.TransportError as exc:
+                raise self.errors.error(
+                    None,
+                    "connection_error",
+                    f"connection dropped mid-stream ({type(exc).__name__}: {exc})",
+                ) from None
+        finally:
+            await response.aclose()
+
+    async def post_json(self, path: str, body: Any) -> Any:
+        """POST ``body`` as JSON and return the parsed JSON reply (retries included).
+
+        A reply that is not JSON, or that is an error payload, raises ProviderError.
+        """
+        response = await self._send(path, body, read_body=True)
+        try:
+            data = from_json(response.content)
+        except ValueError:
+            snippet = response.text[:200]
+            raise self.errors.error(
+                response.status_code, "malformed_response", f"reply is not JSON: {snippet!r}"
+            ) from None
+        if isinstance(data, dict) and data.get("error"):
+            raise self.errors.report(payload_error(self.provider, data))
+        return data
+
+    async def _send(self, path: str, body: Any, *, read_body: bool) -> httpx.Response:
+        """Send with retries; return a 2xx response (body read when ``read_body``)."""
+        url = join_url(self.base_url, path)
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        client = self.client()
+        attempt = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                request = client.build_request("POST", url, content=content, headers=self._headers)
+                response = await client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if attempt < self.retry.max_retries:
+                    pause = self.retry.pause(attempt)
+                    logger.info(
+                        "%s: %s, retry %d in %.2f s",
+                        self.provider,
+                        type(exc).__name__,
+                        attempt + 1,
+                        pause,
+                    )
+                    attempt += 1
+                    await asyncio.sleep(pause)
+                    continue
+                raise self._transport_error(exc, attempt) from None
+            status = response.status_code
+            logger.debug(
+                "%s: POST %s -> %d in %.3f s (request id %s)",
+                self.provider,
+                self.errors.redact(url),
+                status,
+                time.perf_counter() - started,
+                response.headers.get("x-request-id") or response.headers.get("request-id"),
+            )
+            if status < 300:
+                if read_body:
+                    try:
+                        await response.aread()
+                    except httpx.TransportError as exc:
+                        raise self._transport_error(exc, attempt) from None
+                    finally:
+                        await response.aclose()
+                return response
+            try:
+                await response.aread()  # the error body, even when streaming
+            except httpx.TransportError:
+                pass
+            finally:
+                await response.aclose()
+            error_type, message, hinted = error_from_body(
+                self.provider, status, response.content, default_message=response.reason_phrase
+            )
+            delay = retry_after(response.headers)
+            if delay is None:
+                delay = hinted
+            retryable = self.retry.should_retry(
+                response.headers, status, error_type, message, delay
+            )
+            if retryable and attempt < self.retry.max_retries:
+                wait = self.retry.pause(attempt) if delay is None else delay
+                logger.info(
+                    "%s: HTTP %d, retry %d in %.2f s", self.provider, status, attempt + 1, wait
+                )
+                attempt += 1
+                await asyncio.sleep(wait)
+                continue
+            if retryable and attempt:
+                message = f"{message} (gave up after {attempt} retries)"
+            elif delay is not None and delay > MAX_RETRY_WAIT_S:
+                message = f"{message} (the server asks to wait {delay:.0f} s)"
+            raise self.errors.error(status, error_type, message, retryable=retryable)
+
+    def _transport_error(self, exc: httpx.TransportError, retries: int) -> ProviderError:
+        tries = f" after {retries} retries" if retries else ""
+        if isinstance(exc, httpx.ConnectTimeout):
+            kind, text = "timeout", "timed out connecting to"
+        elif isinstance(exc, httpx.TimeoutException):
+            kind, text = "timeout", "no response within the timeout from"
+        else:
+            kind, text = "connection_error", "could not connect to"
+        where = self.errors.redact(self.base_url)
+        detail = self.errors.redact(str(exc)) or type(exc).__name__
+        return self.errors.error(None, kind, f"{text} {where}{tries} ({detail})", retryable=True)
+
