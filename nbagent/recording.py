@@ -159,8 +159,9 @@ def normalise_request(method: str, url: httpx.URL, body: bytes) -> dict[str, Any
 
 
 def _invented_ids() -> re.Pattern[str]:
-    """Call ids providers make up when a server sends none (Ollama, some compatible
-    servers): random in every run, so a replay matches them by order of appearance.
+    """The call ids providers make up when a server sends none (Ollama, some servers).
+
+    They are random in every run, so a replay matches them by order of appearance.
     """
     patterns = invented_id_patterns()  # re caches the compiled pattern
     return re.compile("|".join(f"(?:{p})" for p in patterns) or "(?!)")  # (?!): no match
@@ -251,6 +252,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         return f"RecordingTransport({str(self.path)!r})"
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Pass the request on; its exchange is saved once the response is closed."""
         body = await request.aread()
         started = time.perf_counter()
         response = await self.inner.handle_async_request(request)
@@ -303,6 +305,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             file.write(line)
 
     async def aclose(self) -> None:
+        """Close the transport requests were passed to."""
         await self.inner.aclose()
 
 
@@ -412,6 +415,7 @@ class ReplayTransport(httpx.AsyncBaseTransport):
         return f"ReplayTransport({str(self.path)!r}, {len(self.entries)} exchanges)"
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """The recorded response to this request (or the fallback's, or ReplayMissError)."""
         body = await request.aread()
         normalised = normalise_request(request.method, request.url, body)
         key = request_key(normalised)
@@ -435,6 +439,7 @@ class ReplayTransport(httpx.AsyncBaseTransport):
         raise ReplayMissError(explain_miss(normalised, self.entries, self.path))
 
     async def aclose(self) -> None:
+        """Close the fallback transport, if any."""
         if self.fallback is not None:
             await self.fallback.aclose()
 

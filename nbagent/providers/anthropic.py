@@ -282,6 +282,7 @@ class AnthropicDecoder(SSEDecoder):
         events.append(Finished(self.stop_reason, data))
         return events
 
+
 def _tool_call(block: Mapping[str, Any], raw: str, names: NameMap) -> ToolCall:
     """A ToolCall from a tool_use block; malformed argument JSON is left to the tool layer."""
     name = names.real(str(block.get("name", "")))
@@ -344,7 +345,9 @@ class AnthropicProvider(HttpProvider):
             elif message.role == "user":
                 # Empty and whitespace-only text blocks are rejected by the API.
                 _append(
-                    messages, "user", [_text(message.content if message.content.strip() else "(empty)")]
+                    messages,
+                    "user",
+                    [_text(message.content if message.content.strip() else "(empty)")],
                 )
             else:
                 for tool_round in message.rounds or []:

@@ -249,7 +249,9 @@ class GeminiProvider(HttpProvider):
 
     def __init__(self, model: str, **options: Any) -> None:
         super().__init__(model.removeprefix("models/"), **options)
-        version = "" if self.base_url.endswith(("/v1beta", "/v1", "/v1alpha")) else f"/{API_VERSION}"
+        version = (
+            "" if self.base_url.endswith(("/v1beta", "/v1", "/v1alpha")) else f"/{API_VERSION}"
+        )
         self._model_path = f"{version}/models/{quote(self.model, safe='')}"
 
     def request_path(self, request: ModelRequest) -> str:
@@ -287,7 +289,9 @@ class GeminiProvider(HttpProvider):
 
         body: dict[str, Any] = {"contents": contents}
         if system_parts:
-            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(p for p in system_parts if p)}]}
+            body["systemInstruction"] = {
+                "parts": [{"text": "\n\n".join(p for p in system_parts if p)}]
+            }
         declarations = [
             _declaration(names.wire(t.name), t.description, t.parameters) for t in request.tools
         ]
@@ -309,7 +313,8 @@ class GeminiProvider(HttpProvider):
             body["generationConfig"] = generation
         for more in (self.extra_body, request.extra):
             for key, value in more.items():
-                # One level of merging, so extra_body={"generationConfig": {...}} keeps maxOutputTokens.
+                # One level of merging: extra_body={"generationConfig": {...}} keeps
+                # maxOutputTokens.
                 if isinstance(value, Mapping) and isinstance(body.get(key), dict):
                     body[key] = {**body[key], **value}
                 else:

@@ -216,6 +216,7 @@ class OpenAIDecoder(SSEDecoder):
 
 
 def tool_declaration(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """One entry of the ``tools`` list (no ``parameters`` for a tool without any)."""
     function: dict[str, Any] = {"name": name, "description": description}
     if parameters:
         function["parameters"] = parameters
@@ -285,8 +286,10 @@ OpenRouter wants its signed ``reasoning_details`` rather than the plain text."""
 
 
 def _reasoning_data(texts: dict[str, str], calls: list[ToolCall]) -> dict[str, Any] | None:
-    """The reasoning behind tool calls, to send back with them: DeepSeek and Kimi
-    thinking models reject a call turn without its ``reasoning_content``."""
+    """The reasoning behind tool calls, to send back with them.
+
+    DeepSeek and Kimi thinking models reject a call turn without its ``reasoning_content``.
+    """
     texts = {field: text for field, text in texts.items() if text}
     return {"openai_reasoning": texts} if texts and calls else None
 
@@ -335,6 +338,7 @@ class CallBuilder:
         self._by_index: dict[Any, dict[str, Any]] = {}
 
     def add(self, delta: dict[str, Any]) -> None:
+        """Merge one ``tool_calls`` delta (or a whole call) into the calls so far."""
         call_id = delta.get("id") or ""
         index = delta.get("index")
         if index is None and call_id:
@@ -366,6 +370,7 @@ class CallBuilder:
             current["args"].append(json.dumps(arguments))
 
     def finish(self) -> list[ToolCall]:
+        """The calls with a function name, arguments parsed (raw text kept)."""
         calls = []
         for item in self._calls:
             if not item["name"]:

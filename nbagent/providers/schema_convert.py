@@ -284,4 +284,5 @@ class NameMap:
         return wire
 
     def real(self, wire_name: str) -> str:
+        """The tool's own name for a name the model used on the wire."""
         return self.from_wire.get(wire_name, wire_name)

@@ -25,11 +25,11 @@ class SSEEvent:
 
 
 class SSEParser:
-    """Incremental Server-Sent Events parser (WHATWG framing).
+    r"""Incremental Server-Sent Events parser (WHATWG framing).
 
     Feed raw bytes in any split; get complete events back. Events end at a blank
-    line (``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r``); several ``data:`` lines are joined
-    with ``\\n``; one space after the colon is dropped; ``:`` comments, ``id:``,
+    line (``\n\n``, ``\r\n\r\n`` or ``\r\r``); several ``data:`` lines are joined
+    with ``\n``; one space after the colon is dropped; ``:`` comments, ``id:``,
     ``retry:`` and unknown fields are ignored.
     """
 
@@ -42,6 +42,7 @@ class SSEParser:
         self._held_cr = False
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """The events that ``chunk`` completes."""
         text = self._decoder.decode(chunk)
         if self._held_cr:
             text = "\r" + text
@@ -132,7 +133,9 @@ class NDJSONParser:
         return [rest] if rest.strip() else []
 
     def feed(self, chunk: bytes) -> list[Any]:
+        """The values of the lines that ``chunk`` completes."""
         return [from_json(line) for line in self.lines(chunk)]
 
     def close(self) -> list[Any]:
+        """The value of the last line, when the stream ended without a newline."""
         return [from_json(line) for line in self.close_lines()]

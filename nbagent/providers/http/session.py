@@ -36,7 +36,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -148,7 +148,7 @@ class HttpSession:
 
     # -- requests ----------------------------------------------------------------
 
-    async def post(self, path: str, body: Any, *, stream: bool) -> AsyncIterator[bytes]:
+    async def post(self, path: str, body: Any, *, stream: bool) -> AsyncGenerator[bytes, None]:
         """POST ``body`` as JSON; yield the response body.
 
         Streaming, one piece per network read; otherwise the whole body at once
@@ -277,4 +277,3 @@ class HttpSession:
         where = self.errors.redact(self.base_url)
         detail = self.errors.redact(str(exc)) or type(exc).__name__
         return self.errors.error(None, kind, f"{text} {where}{tries} ({detail})", retryable=True)
-

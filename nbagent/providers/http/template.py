@@ -183,7 +183,9 @@ class HttpProvider:
         """Close the HTTP clients this provider made."""
         await self.session.aclose()
 
-    def _credentials(self, api_key: str | None, env: Mapping[str, str]) -> tuple[dict, str]:
+    def _credentials(
+        self, api_key: str | None, env: Mapping[str, str]
+    ) -> tuple[dict[str, str], str]:
         """The headers carrying the key or token, and that secret ({} and "" without)."""
         key = api_key or next((env[v] for v in self.key_variables if env.get(v)), "")
         if key:
@@ -194,7 +196,7 @@ class HttpProvider:
         return {}, ""
 
     def _auth_hint(self) -> str:
-        """ "set GEMINI_API_KEY or GOOGLE_API_KEY, or pass api_key=..." """
+        """What to set for a key: "set GEMINI_API_KEY or GOOGLE_API_KEY, or pass api_key=..."."""
         names = " or ".join(self.key_variables)
         if not names:
             return "pass api_key=..."

@@ -8,15 +8,19 @@ limit cuts it off (:func:`parse_call` then returns None).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ...messages import ToolCall, ToolSpec, new_id
 
 
 def arguments_grammar(spec: ToolSpec) -> str:
     """GBNF for the call's arguments: a JSON object matching the tool's schema, then "}"."""
-    from llama_cpp.llama_grammar import SchemaConverter
+    from llama_cpp import llama_grammar
 
-    converter = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    # llama-cpp-python's converter is untyped; its private rule table is the only way
+    # to change two rules (see below).
+    make_converter: Any = llama_grammar.SchemaConverter
+    converter = make_converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
     # One optional space between tokens: with the default rule (any run of spaces and
     # newlines) a small greedy model can pad with whitespace until the token limit.
     converter._rules["space"] = '" "?'
@@ -33,7 +37,8 @@ def arguments_grammar(spec: ToolSpec) -> str:
     schema.setdefault("properties", {})
     schema = converter.resolve_refs(schema, spec.name)
     args_rule = converter.visit(schema, "args")
-    return f'root ::= {args_rule} "}}"\n' + converter.format_grammar() + "\n"
+    rules: str = converter.format_grammar()
+    return f'root ::= {args_rule} "}}"\n' + rules + "\n"
 
 
 def parse_call(name: str, arguments_text: str) -> ToolCall | None:

@@ -85,10 +85,12 @@ def decision_messages(request: ModelRequest, tools: list[ToolSpec]) -> list[dict
 
 
 def _tool_shot(spec: ToolSpec) -> str:
-    """The example request for a tool: its description's first line plus a value per
-    parameter ("Look up the capital city of a country: France."), the value taken from
-    an "e.g." in the parameter's description when there is one. With a value the
-    example reads like a request rather than a description."""
+    """The example request for a tool: its description's first line plus a value per parameter.
+
+    "Look up the capital city of a country: France.": the value is taken from an
+    "e.g." in the parameter's description when there is one. With a value the
+    example reads like a request rather than a description.
+    """
     values = []
     for name, schema in (spec.parameters.get("properties") or {}).items():
         match = re.search(r"e\.g\.\s*([^,;]+)", schema.get("description") or "")
@@ -114,6 +116,7 @@ def _last_user_text(request: ModelRequest) -> str:
 
 
 def rounds_this_turn(request: ModelRequest) -> int:
+    """Tool rounds since the last user message."""
     last = request.messages[-1] if request.messages else None
     return len(last.rounds or []) if last is not None and last.role == "assistant" else 0
 

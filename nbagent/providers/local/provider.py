@@ -105,6 +105,7 @@ class LocalProvider:
         """Nothing to close: the model stays loaded for the other agents of this process."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        """Events for one request, generated in a worker thread (see the package docstring)."""
         loaded = await asyncio.to_thread(self.load)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
@@ -146,8 +147,8 @@ class LocalProvider:
         self, loaded: LoadedModel, request: ModelRequest, stop: threading.Event, put: Any
     ) -> None:
         """Decide (tool or answer), then write the call's arguments or stream the answer."""
-        from llama_cpp import LlamaGrammar
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         llm = loaded.llm
         formatter = Jinja2ChatFormatter(loaded.template, loaded.eos, loaded.bos)

@@ -53,7 +53,6 @@ def smollm2_path() -> Path:
     return path
 
 
-
 @dataclass
 class LoadedModel:
     """A model file loaded once per process, shared by every LocalProvider using it."""
@@ -84,6 +83,7 @@ def _close_models() -> None:
 
 
 def import_llama() -> Any:
+    """The ``llama_cpp`` module, or a ConfigError saying how to install it."""
     try:
         import llama_cpp
     except ImportError as exc:
@@ -94,7 +94,9 @@ def import_llama() -> Any:
     return llama_cpp
 
 
-def load_model(path: str | Path, n_ctx: int = DEFAULT_CTX, n_threads: int | None = None) -> LoadedModel:
+def load_model(
+    path: str | Path, n_ctx: int = DEFAULT_CTX, n_threads: int | None = None
+) -> LoadedModel:
     """Load (or reuse) the model; blocking. One instance per (path, n_ctx, n_threads)."""
     llama_cpp = import_llama()
     threads = n_threads or max(1, min(4, os.cpu_count() or 1))
@@ -123,7 +125,8 @@ def load_model(path: str | Path, n_ctx: int = DEFAULT_CTX, n_threads: int | None
             token_id = meta.get(meta_key)
             if token_id is None:
                 return ""
-            return llm.detokenize([int(token_id)], special=True).decode("utf-8", "replace")
+            text: bytes = llm.detokenize([int(token_id)], special=True)
+            return text.decode("utf-8", "replace")
 
         loaded = LoadedModel(
             llm=llm,
@@ -139,4 +142,5 @@ def load_model(path: str | Path, n_ctx: int = DEFAULT_CTX, n_threads: int | None
 
 
 def tokens(llm: Any, prompt: str) -> list[int]:
+    """``prompt``'s token ids (special tokens parsed, no BOS added)."""
     return list(llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
