@@ -8,8 +8,9 @@ from pathlib import Path
 from nbagent import tool
 from nbagent.store import history_path
 from nbagent.testing import call, reply
-from tests.support.agents import http_agent, scripted_agent
+from tests.support.agents import TEST_KEY, http_agent, scripted_agent
 from tests.support.history import query
+from tests.support.servers import OpenAI, WireServer
 
 
 @tool(register=False)
@@ -59,3 +60,21 @@ def test_an_http_agent_reads_nothing_from_the_environment(monkeypatch):
     assert list(openai.tools) == ["add"]
     anthropic = http_agent("anthropic:claude-test", "http://127.0.0.1:8123/")
     assert anthropic.provider.base_url == "http://127.0.0.1:8123"
+
+
+def test_an_http_agent_runs_against_a_loopback_server_with_the_test_key():
+    server = WireServer()
+    try:
+        server.add(OpenAI.call_stream(("call_1", "add", '{"a": 2, "b": 3}')))
+        server.add(OpenAI.text_stream("It is 5."))
+        result = http_agent("openai:gpt-test", server, tools=[add]).run_sync("2 + 3?")
+    finally:
+        server.close()
+    assert result.output == "It is 5."
+    assert [r.path for r in server.requests] == ["/v1/chat/completions"] * 2
+    assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {TEST_KEY}"}
+    assert server.bodies()[1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "5",
+    }
