@@ -1,30 +1,30 @@
 """Fixtures for provider tests.
 
-* ``wire_server``: a fresh :class:`tests.providers.wire.WireServer` on 127.0.0.1
-  (scripted replies and/or a replayed cassette), closed after the test.
+* ``wire_server``: a fresh :class:`tests.support.servers.WireServer` on 127.0.0.1
+  (scripted replies, a responder and/or a replayed cassette), closed after the test.
 * ``cassette_dir``: the root of the copied recordings (``data/cassettes``).
 
-Typical use from any adapter's tests::
+Everything else lives in ``tests/support`` (test modules never import each other):
 
-    from .cassettes import DATA, load_cassette
-    from .wire import Reply, replies_for
+* ``servers``: the server, ``Reply`` and the per-API reply builders
+  (``OpenAI.text_stream``, ``Anthropic.stream``, ``Gemini.chunk``, ``Ollama.done``...);
+* ``agents``: ``http_agent("openai:gpt-test", server, tools=[...])``, the one agent factory;
+* ``cassettes``: ``load_cassette``, ``load_bodies``, ``replies_for`` and tools that
+  answer as recorded;
+* ``replay``: the replay drivers, one module per API, that run a recorded
+  conversation and check it (``replay.openai.replay_tool_cassette(path, server)``...).
+
+Typical use::
+
+    from tests.support.agents import http_agent
+    from tests.support.cassettes import DATA, load_cassette, replies_for
 
     async def test_replay(wire_server):
         cassette = load_cassette(DATA / "llm/openai/test_tool_use_basic.yaml")
         wire_server.add(*replies_for(cassette))
-        agent = Agent("openai:gpt-4o-mini", base_url=wire_server.url + "/v1", api_key="k")
+        agent = http_agent("openai:gpt-4o-mini", wire_server)
         ...
         assert wire_server.bodies()[1]["messages"][-1]["role"] == "tool"
-
-Replaying other recordings (any path; ``DATA / name`` keeps an absolute path):
-
-* requests + responses, one tool conversation per file:
-  ``test_openai_replay.test_replay_tool_cassette(wire_server, path)``,
-  ``test_anthropic_cassettes.test_replay_tool_cassette(path, wire_server)``,
-  ``test_gemini_cassettes.test_replay_tool_cassette(path, stream, wire_server)``,
-  ``test_ollama_exchange_replay.replay_ollama(path, wire_server)``;
-* response bodies only (Prism ``-1``, ``-2``...), any API:
-  ``test_body_series_replay.replay_bodies(provider, paths, wire_server, stream=...)``.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from .cassettes import DATA
-from .wire import WireServer
+from tests.support.cassettes import DATA
+from tests.support.servers import WireServer
 
 
 @pytest.fixture(autouse=True)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from nbagent import Agent
-
-from .test_openai import text_stream
-from .wire import WireServer
+from tests.support.agents import http_agent
+from tests.support.servers import OpenAI, WireServer
 
 
 def _agent(server: WireServer) -> Agent:
-    return Agent("openai:test-model", base_url=server.url + "/v1", api_key="k", store=None)
+    return http_agent("openai:test-model", server, api_key="k", store=None)
 
 
 def test_close_from_sync_code_drops_the_connection(wire_server: WireServer) -> None:
-    wire_server.add(text_stream("One."), text_stream("Two."), text_stream("Three."))
+    wire_server.add(
+        OpenAI.text_stream("One."), OpenAI.text_stream("Two."), OpenAI.text_stream("Three.")
+    )
     agent = _agent(wire_server)
     assert agent.run_sync("first").output == "One."
     assert agent.run_sync("second").output == "Two."
@@ -26,7 +27,7 @@ def test_close_from_sync_code_drops_the_connection(wire_server: WireServer) -> N
 
 
 async def test_async_context_manager_closes(wire_server: WireServer) -> None:
-    wire_server.add(text_stream("One."), text_stream("Two."))
+    wire_server.add(OpenAI.text_stream("One."), OpenAI.text_stream("Two."))
     async with _agent(wire_server) as agent:
         assert (await agent.run("first")).output == "One."
     assert (await agent.run("again")).output == "Two."

@@ -8,23 +8,17 @@ blocks with signatures, tool declarations up to key order).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from nbagent import Agent
 from nbagent.errors import ProviderError
-from nbagent.messages import Usage
-
-from .anthropic_gemini_replay import (
-    RecordedTools,
-    anthropic_blocks,
-    anthropic_exchanges,
-    anthropic_text,
+from tests.support.cassettes import DATA, load_cassette, replies_for
+from tests.support.replay.anthropic import (
+    KEY,
+    agent_for,
     normalize_anthropic,
+    prompt,
+    replay_tool_cassette,
 )
-from .cassettes import DATA, load_cassette
-from .wire import replies_for
 
 TOOL_CASSETTES = [
     "llm-anthropic/anthropic/test_tools.yaml",
@@ -35,86 +29,10 @@ TOOL_CASSETTES = [
     "mirascope/anthropic/test_call_with_tool_error/anthropic_claude_sonnet_4_0.yaml",
 ]
 
-KEY = "test-key-anthropic-3c1f9e"
-
-
-def _agent_for(first: dict, tools: list, url: str) -> Agent:
-    system = first.get("system")
-    if isinstance(system, list):
-        system = "".join(b.get("text", "") for b in system)
-    extra = {k: first[k] for k in ("thinking", "output_config") if k in first}
-    return Agent(
-        "anthropic:" + first["model"],
-        tools=tools,
-        system=system or None,
-        base_url=url,
-        api_key=KEY,
-        stream=bool(first.get("stream")),
-        max_output_tokens=first["max_tokens"],
-        extra_body=extra,
-        backoff=0.01,
-        store=None,  # no history file: these tests are about the wire
-    )
-
-
-def _recorded_usage(response) -> Usage:
-    """Input (incl. cache) and output tokens; streamed counts are cumulative (last wins)."""
-    if not response.is_stream:
-        usages = [response.json()["usage"]]
-    else:
-        usages = []
-        for line in response.text.splitlines():
-            if line.startswith("data:"):
-                data = json.loads(line[5:])
-                usages.append((data.get("message") or {}).get("usage") or data.get("usage") or {})
-    counts: dict = {}
-    for usage in usages:
-        counts.update({k: v for k, v in usage.items() if isinstance(v, int)})
-    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    return Usage(sum(counts.get(k, 0) for k in keys), counts.get("output_tokens", 0))
-
-
-def _prompt(first: dict) -> str:
-    return "".join(b.get("text", "") for b in anthropic_blocks(first["messages"][0]["content"]))
-
 
 @pytest.mark.parametrize("name", TOOL_CASSETTES)
 async def test_replay_tool_cassette(name, wire_server):
-    cassette = load_cassette(DATA / name)
-    recorded = [r.json() for r in cassette.requests]
-    first = recorded[0]
-    tools = RecordedTools()
-    for tool_name, arguments, result in anthropic_exchanges(recorded[-1]):
-        tools.add_result(tool_name, arguments, result)
-    declared = [
-        tools.make_tool(t["name"], t.get("description"), t["input_schema"]) for t in first["tools"]
-    ]
-    wire_server.add(*replies_for(cassette))
-
-    agent = _agent_for(first, declared, wire_server.url)
-    result = await agent.run(_prompt(first))
-
-    assert result.stop_reason == "complete"
-    assert result.output == anthropic_text(cassette.responses[-1])
-    assert wire_server.count == len(cassette.interactions)
-    # Every recorded call was executed with the recorded arguments.
-    assert tools.calls == [(n, a) for n, a, _ in anthropic_exchanges(recorded[-1])]
-    # Usage per round and in total, as the recorded responses report it.
-    expected = [_recorded_usage(r) for r in cassette.responses]
-    assert [r.usage for r in result.rounds] == expected[:-1]
-    assert result.usage == Usage(
-        sum(u.input_tokens for u in expected), sum(u.output_tokens for u in expected)
-    )
-    for ours, theirs, request in zip(
-        wire_server.bodies(), recorded, wire_server.requests, strict=True
-    ):
-        assert normalize_anthropic(ours) == normalize_anthropic(theirs)
-        assert ours["model"] == theirs["model"]
-        assert ours["stream"] == bool(theirs.get("stream"))
-        assert request.path == "/v1/messages"
-        assert request.headers["x-api-key"] == KEY
-        assert request.headers["anthropic-version"] == "2023-06-01"
-        assert KEY not in request.url
+    await replay_tool_cassette(name, wire_server)
 
 
 async def test_replay_authentication_error(wire_server):
@@ -125,7 +43,7 @@ async def test_replay_authentication_error(wire_server):
     )
     first = cassette.requests[0].json()
     wire_server.add(*replies_for(cassette))
-    agent = _agent_for(first, [], wire_server.url)
+    agent = agent_for(first, [], wire_server.url)
     with pytest.raises(ProviderError) as caught:
         await agent.run(first["messages"][0]["content"])
     error = caught.value
@@ -153,9 +71,9 @@ async def test_replay_invalid_request_error(wire_server):
     )
     first = cassette.requests[0].json()
     wire_server.add(*replies_for(cassette))
-    agent = _agent_for(first, [], wire_server.url)
+    agent = agent_for(first, [], wire_server.url)
     with pytest.raises(ProviderError) as caught:
-        await agent.run(_prompt(first))
+        await agent.run(prompt(first))
     error = caught.value
     assert (error.status, error.error_type) == (400, "invalid_request_error")
     recorded_message = cassette.responses[0].json()["error"]["message"]

@@ -20,8 +20,7 @@ from nbagent.errors import ProviderError
 from nbagent.providers.anthropic import AnthropicProvider
 from nbagent.providers.gemini import GeminiProvider
 from nbagent.redaction import REDACTED
-
-from .wire import Reply
+from tests.support.servers import Anthropic, Reply
 
 KEY = "sk-test-key-LEAKCHECK-8f3a2c71d9"
 
@@ -38,10 +37,6 @@ def _closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def _ev(kind: str, **fields) -> tuple[str, dict]:
-    return kind, {"type": kind, **fields}
-
-
 def _replies(provider: str) -> list[Reply]:
     """Auth error echoing the key, a stream error echoing it, then a good answer."""
     if provider == "anthropic":
@@ -49,17 +44,21 @@ def _replies(provider: str) -> list[Reply]:
         auth = Reply(401, {"type": "error", "error": error})
         stream_error = Reply.sse(
             [
-                _ev("message_start", message={"usage": {}}),
-                _ev("error", error={"type": "api_error", "message": f"bad key {KEY}"}),
+                Anthropic.event("message_start", message={"usage": {}}),
+                Anthropic.event("error", error={"type": "api_error", "message": f"bad key {KEY}"}),
             ]
         )
         ok = Reply.sse(
             [
-                _ev("message_start", message={"usage": {"input_tokens": 1}}),
-                _ev("content_block_start", index=0, content_block={"type": "text", "text": "fine"}),
-                _ev("content_block_stop", index=0),
-                _ev("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 1}),
-                _ev("message_stop"),
+                Anthropic.event("message_start", message={"usage": {"input_tokens": 1}}),
+                Anthropic.event(
+                    "content_block_start", index=0, content_block={"type": "text", "text": "fine"}
+                ),
+                Anthropic.event("content_block_stop", index=0),
+                Anthropic.event(
+                    "message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 1}
+                ),
+                Anthropic.event("message_stop"),
             ]
         )
     else:

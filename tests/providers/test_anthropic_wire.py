@@ -16,89 +16,10 @@ from nbagent import Agent, Tool
 from nbagent.errors import ProviderError
 from nbagent.messages import Usage
 from nbagent.providers.anthropic import AnthropicProvider
-
-from .wire import Reply
+from tests.support.agents import http_agent
+from tests.support.servers import Anthropic, Reply
 
 KEY = "test-key-anthropic-wire-5b9e"
-
-
-def ev(kind: str, **fields) -> tuple[str, dict]:
-    """One named SSE event whose payload repeats the name in ``type``."""
-    return kind, {"type": kind, **fields}
-
-
-def delta(index: int, kind: str, **fields) -> tuple[str, dict]:
-    return ev("content_block_delta", index=index, delta={"type": kind, **fields})
-
-
-def sse_reply(
-    text: str = "",
-    calls: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
-    *,
-    stop: str | None = None,
-    usage: tuple[int, int] = (11, 7),
-    end: bool = True,
-    extra_events: list = (),  # type: ignore[assignment]
-    **options,
-) -> Reply:
-    """A Messages stream: optional text block, tool_use blocks with their argument JSON
-    split in two deltas, message_delta and (unless ``end=False``) message_stop."""
-    stop = stop or ("tool_use" if calls else "end_turn")
-    message = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "content": [],
-        "model": "claude-test",
-        "stop_reason": None,
-        "usage": {"input_tokens": usage[0], "output_tokens": 1},
-    }
-    events: list = [("message_start", {"type": "message_start", "message": message})]
-    index = 0
-    if text:
-        half = len(text) // 2
-        events += [
-            ev("content_block_start", index=0, content_block={"type": "text", "text": ""}),
-            ev("ping"),
-            delta(0, "text_delta", text=text[:half]),
-            delta(0, "text_delta", text=text[half:]),
-            ev("content_block_stop", index=0),
-        ]
-        index = 1
-    for call_id, name, arguments in calls:
-        block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
-        half = len(arguments) // 2
-        events += [
-            ev("content_block_start", index=index, content_block=block),
-            delta(index, "input_json_delta", partial_json=""),
-            delta(index, "input_json_delta", partial_json=arguments[:half]),
-            delta(index, "input_json_delta", partial_json=arguments[half:]),
-            ev("content_block_stop", index=index),
-        ]
-        index += 1
-    events += list(extra_events)
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop, "stop_sequence": None},
-                "usage": {"output_tokens": usage[1]},
-            },
-        )
-    )
-    if end:
-        events.append(("message_stop", {"type": "message_stop"}))
-    return Reply.sse(events, **options)
-
-
-def error_reply(status: int, error_type: str, message: str, **options) -> Reply:
-    body = {
-        "type": "error",
-        "error": {"type": error_type, "message": message},
-        "request_id": "req_1",
-    }
-    return Reply(status, body, **options)
 
 
 class Calls:
@@ -115,15 +36,11 @@ class Calls:
         self.tool = Tool(add)
 
 
-def make_agent(server, tools=(), *, stream: bool = True, **provider_options) -> Agent:
-    provider = AnthropicProvider(
-        "claude-test",
-        base_url=server.url,
-        api_key=KEY,
-        backoff=0.01,
-        **provider_options,
-    )
-    return Agent(provider, tools=list(tools), stream=stream, store=None)
+def make_agent(server, tools=(), *, stream: bool = True, **options) -> Agent:
+    return http_agent(
+        "anthropic:claude-test", server, tools=list(tools), stream=stream, api_key=KEY,
+        backoff=0.01, store=None, **options,
+    )  # fmt: skip
 
 
 def assert_history_valid(agent: Agent) -> None:
@@ -138,10 +55,10 @@ def assert_history_valid(agent: Agent) -> None:
 
 async def test_429_with_retry_after_is_retried(wire_server):
     wire_server.add(
-        error_reply(
+        Anthropic.error(
             429, "rate_limit_error", "Number of requests exceeded", headers={"retry-after": "0.05"}
         ),
-        sse_reply("Hello there."),
+        Anthropic.stream("Hello there."),
     )
     result = await make_agent(wire_server).run("hi")
     assert result.output == "Hello there."
@@ -150,7 +67,9 @@ async def test_429_with_retry_after_is_retried(wire_server):
 
 
 async def test_529_overloaded_is_retried(wire_server):
-    wire_server.add(error_reply(529, "overloaded_error", "Overloaded"), sse_reply("Fine."))
+    wire_server.add(
+        Anthropic.error(529, "overloaded_error", "Overloaded"), Anthropic.stream("Fine.")
+    )
     result = await make_agent(wire_server).run("hi")
     assert result.output == "Fine."
     assert wire_server.count == 2
@@ -166,7 +85,7 @@ async def test_500_then_success_non_streaming(wire_server):
         "stop_reason": "end_turn",
         "usage": {"input_tokens": 5, "output_tokens": 2, "cache_read_input_tokens": 3},
     }
-    wire_server.add(error_reply(500, "api_error", "Internal server error"), Reply(200, reply))
+    wire_server.add(Anthropic.error(500, "api_error", "Internal server error"), Reply(200, reply))
     result = await make_agent(wire_server, stream=False).run("hi")
     assert result.output == "Recovered."
     assert result.usage == Usage(8, 2)  # cache reads count as input
@@ -175,7 +94,7 @@ async def test_500_then_success_non_streaming(wire_server):
 
 
 async def test_retries_exhausted_reports_the_last_error(wire_server):
-    wire_server.add(*[error_reply(529, "overloaded_error", "Overloaded") for _ in range(3)])
+    wire_server.add(*[Anthropic.error(529, "overloaded_error", "Overloaded") for _ in range(3)])
     agent = make_agent(wire_server, max_retries=2)
     with pytest.raises(ProviderError) as caught:
         await agent.run("hi")
@@ -185,8 +104,11 @@ async def test_retries_exhausted_reports_the_last_error(wire_server):
 
 
 async def test_slow_first_byte_past_the_timeout_is_retried(wire_server):
-    wire_server.add(sse_reply("late", first_byte_delay=1.5), sse_reply("On time."))
-    agent = make_agent(wire_server, timeout=0.3)
+    wire_server.add(Anthropic.stream("late", first_byte_delay=1.5), Anthropic.stream("On time."))
+    provider = AnthropicProvider(
+        "claude-test", base_url=wire_server.url, api_key=KEY, backoff=0.01, timeout=0.3
+    )
+    agent = Agent(provider, tools=[], store=None)
     result = await agent.run("hi")
     assert result.output == "On time."
     assert wire_server.count == 2
@@ -198,7 +120,7 @@ async def test_slow_first_byte_past_the_timeout_is_retried(wire_server):
 async def test_reset_mid_stream_runs_no_tool_and_keeps_history_valid(wire_server):
     # The tool_use block arrives complete (content_block_stop), then the connection is
     # reset before message_delta/message_stop: the call must not run.
-    reply = sse_reply("Let me add.", [("toolu_1", "add", '{"a": 2, "b": 3}')])
+    reply = Anthropic.stream("Let me add.", [("toolu_1", "add", '{"a": 2, "b": 3}')])
     reply.chunks = reply.chunks[:-2]  # drop message_delta and message_stop
     reply.drop_after = len(reply.chunks)
     wire_server.add(reply)
@@ -215,7 +137,7 @@ async def test_reset_mid_stream_runs_no_tool_and_keeps_history_valid(wire_server
 
 
 async def test_stream_ending_without_message_stop_is_an_error(wire_server):
-    wire_server.add(sse_reply("", [("toolu_1", "add", '{"a": 1, "b": 1}')], end=False))
+    wire_server.add(Anthropic.stream("", [("toolu_1", "add", '{"a": 1, "b": 1}')], end=False))
     calls = Calls()
     agent = make_agent(wire_server, [calls.tool])
     with pytest.raises(ProviderError) as caught:
@@ -227,7 +149,7 @@ async def test_stream_ending_without_message_stop_is_an_error(wire_server):
 
 
 async def test_invalid_json_chunk(wire_server):
-    reply = sse_reply("Hello")
+    reply = Anthropic.stream("Hello")
     reply.chunks.insert(
         3, b'event: content_block_delta\ndata: {"type": "content_block_delta", "ind\n\n'
     )
@@ -244,7 +166,7 @@ async def test_error_event_after_200(wire_server):
         "error",
         {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
     )
-    reply = sse_reply("Partial answer", end=False)
+    reply = Anthropic.stream("Partial answer", end=False)
     reply.chunks = reply.chunks[:-1] + Reply.sse([error]).chunks  # error replaces message_delta
     wire_server.add(reply)
     agent = make_agent(wire_server)
@@ -262,7 +184,7 @@ async def test_error_event_after_200(wire_server):
 
 async def test_tool_use_cut_by_max_tokens_is_not_run(wire_server):
     wire_server.add(
-        sse_reply("I will add.", [("toolu_1", "add", '{"a": 2, "b"')], stop="max_tokens"),
+        Anthropic.stream("I will add.", [("toolu_1", "add", '{"a": 2, "b"')], stop="max_tokens"),
     )
     calls = Calls()
     result = await make_agent(wire_server, [calls.tool]).run("add")
@@ -279,12 +201,12 @@ async def test_tool_round_wire_format_and_forced_final_answer(wire_server):
     in ONE user message, is_error marks the failure, the final instruction is a text block
     after them, and tools stay declared with tool_choice none."""
     wire_server.add(
-        sse_reply(
+        Anthropic.stream(
             "Adding.",
             [("toolu_a", "add", '{"a": 2, "b": 3}'), ("toolu_b", "add", '{"a": "x", "b": 1}')],
             usage=(20, 9),
         ),
-        sse_reply("Five.", usage=(40, 3)),
+        Anthropic.stream("Five.", usage=(40, 3)),
     )
     calls = Calls()
     agent = make_agent(wire_server, [calls.tool])
@@ -325,32 +247,38 @@ async def test_tool_round_wire_format_and_forced_final_answer(wire_server):
 async def test_thinking_blocks_are_echoed_untouched(wire_server):
     tool_use = {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}}
     events = [
-        ev("message_start", message={"usage": {"input_tokens": 9, "output_tokens": 1}}),
-        ev(
+        Anthropic.event(
+            "message_start", message={"usage": {"input_tokens": 9, "output_tokens": 1}}
+        ),
+        Anthropic.event(
             "content_block_start",
             index=0,
             content_block={"type": "thinking", "thinking": "", "signature": ""},
         ),
-        delta(0, "thinking_delta", thinking="Need "),
-        delta(0, "thinking_delta", thinking="to add."),
-        delta(0, "signature_delta", signature="c2lnbmF0dXJl+/="),
-        ev("content_block_stop", index=0),
-        ev(
+        Anthropic.delta(0, "thinking_delta", thinking="Need "),
+        Anthropic.delta(0, "thinking_delta", thinking="to add."),
+        Anthropic.delta(0, "signature_delta", signature="c2lnbmF0dXJl+/="),
+        Anthropic.event("content_block_stop", index=0),
+        Anthropic.event(
             "content_block_start",
             index=1,
             content_block={"type": "redacted_thinking", "data": "b3BhcXVl"},
         ),
-        ev("content_block_stop", index=1),
-        ev("content_block_start", index=2, content_block=tool_use),
-        delta(2, "input_json_delta", partial_json='{"a": 1, "b": 2}'),
-        ev("content_block_stop", index=2),
-        ev("message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 30}),
-        ev("message_stop"),
+        Anthropic.event("content_block_stop", index=1),
+        Anthropic.event("content_block_start", index=2, content_block=tool_use),
+        Anthropic.delta(2, "input_json_delta", partial_json='{"a": 1, "b": 2}'),
+        Anthropic.event("content_block_stop", index=2),
+        Anthropic.event(
+            "message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 30}
+        ),
+        Anthropic.event("message_stop"),
     ]
-    wire_server.add(Reply.sse(events), sse_reply("3"))
+    wire_server.add(Reply.sse(events), Anthropic.stream("3"))
     calls = Calls()
     agent = make_agent(
-        wire_server, [calls.tool], extra_body={"thinking": {"type": "enabled", "budget_tokens": 8000}}
+        wire_server,
+        [calls.tool],
+        extra_body={"thinking": {"type": "enabled", "budget_tokens": 8000}},
     )
     result = await agent.run("1+2?")
     assert result.output == "3"
@@ -377,7 +305,8 @@ async def test_tool_names_outside_the_api_pattern_are_mapped_back(wire_server):
 
     tool = Tool(lookup, name="weather.lookup")  # dots are illegal in Anthropic tool names
     wire_server.add(
-        sse_reply("", [("toolu_1", "weather_lookup", '{"city": "Paris"}')]), sse_reply("Sunny.")
+        Anthropic.stream("", [("toolu_1", "weather_lookup", '{"city": "Paris"}')]),
+        Anthropic.stream("Sunny."),
     )
     result = await make_agent(wire_server, [tool]).run("weather?")
     assert result.output == "Sunny."
@@ -390,9 +319,9 @@ async def test_tool_names_outside_the_api_pattern_are_mapped_back(wire_server):
 
 async def test_second_run_continues_the_conversation(wire_server):
     wire_server.add(
-        sse_reply("", [("toolu_1", "add", '{"a": 1, "b": 1}')]),
-        sse_reply("Two."),
-        sse_reply("Still two."),
+        Anthropic.stream("", [("toolu_1", "add", '{"a": 1, "b": 1}')]),
+        Anthropic.stream("Two."),
+        Anthropic.stream("Still two."),
     )
     calls = Calls()
     agent = make_agent(wire_server, [calls.tool], stream=True)
@@ -427,8 +356,8 @@ async def test_streaming_and_non_streaming_give_the_same_run(wire_server):
     }
     final = {**message, "content": [{"type": "text", "text": "Five."}], "stop_reason": "end_turn"}
     wire_server.add(
-        sse_reply("Adding.", [("toolu_1", "add", '{"a": 2, "b": 3}')]),
-        sse_reply("Five."),
+        Anthropic.stream("Adding.", [("toolu_1", "add", '{"a": 2, "b": 3}')]),
+        Anthropic.stream("Five."),
         Reply(200, message),
         Reply(200, final),
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .cassettes import DATA, load_bodies, load_cassette
+from tests.support.cassettes import DATA, load_bodies, load_cassette
 
 ALL_FILES = sorted(
     p.relative_to(DATA).as_posix() for p in DATA.rglob("*") if p.is_file() and p.name != "README.md"

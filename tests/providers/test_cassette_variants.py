@@ -20,10 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nbagent import Agent
-
-from .cassettes import load_cassette
-from .wire import WireServer, replies_for
+from tests.support.agents import http_agent
+from tests.support.cassettes import load_cassette, replies_for
+from tests.support.servers import WireServer
 
 SSE = (
     'data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}\n\n'
@@ -252,9 +251,7 @@ async def test_ruby_vcr_tool_exchange_replays(tmp_path: Path, wire_server: WireS
     data = {"http_interactions": interactions, "recorded_with": "VCR 6.3.1"}
     cassette = load_cassette(_write(tmp_path, "tool.yml", yaml.safe_dump(data)))
     wire_server.add(*replies_for(cassette, chunk_size=11))
-    agent = Agent(
-        "openai:gpt-4.1-nano", base_url=wire_server.url + "/v1", api_key="k", tools=[weather]
-    )
+    agent = http_agent("openai:gpt-4.1-nano", wire_server, api_key="k", tools=[weather])
     result = await agent.run("Weather in Lima?")
     assert result.output == "Lima: 12 C."
     assert [(c.id, c.arguments) for c in result.rounds[0].calls] == [("call_r1", {"city": "Lima"})]

@@ -15,21 +15,19 @@ from __future__ import annotations
 
 import pytest
 
-from nbagent import Agent
 from nbagent.errors import ProviderError
-from nbagent.messages import Usage
-
-from .anthropic_gemini_replay import (
-    RecordedTools,
-    gemini_chunks,
-    gemini_exchanges,
-    gemini_text,
+from tests.support.cassettes import DATA, load_cassette, replies_for
+from tests.support.replay.gemini import (
+    KEY,
+    agent_for,
+    assert_equivalent,
+    model_of,
     normalize_gemini,
+    prompt,
+    recorded_tools,
+    replay_tool_cassette,
 )
-from .cassettes import DATA, load_cassette
-from .wire import Reply, replies_for
-
-KEY = "test-key-gemini-77d2a0"
+from tests.support.servers import Reply
 
 # (cassette, how nbagent is driven). llm-gemini recorded streamGenerateContent WITHOUT
 # alt=sse (one JSON array); nbagent streams with alt=sse only, so that recording is
@@ -42,94 +40,9 @@ TOOL_CASSETTES = [
 ]
 
 
-def _model(cassette) -> str:
-    path = cassette.requests[0].path
-    return path.split("/models/", 1)[1].split(":", 1)[0]
-
-
-def _agent(cassette, tools: list, url: str, *, stream: bool, **options) -> Agent:
-    first = cassette.requests[0].json()
-    system = "".join(
-        p.get("text", "") for p in (first.get("systemInstruction") or {}).get("parts", [])
-    )
-    generation = first.get("generationConfig") or {}
-    return Agent(
-        "gemini:" + _model(cassette),
-        tools=tools,
-        system=system or None,
-        base_url=url,
-        api_key=KEY,
-        stream=stream,
-        max_output_tokens=generation.get("maxOutputTokens"),
-        backoff=0.01,
-        store=None,  # no history file: these tests are about the wire
-        **options,
-    )
-
-
-def _prompt(cassette) -> str:
-    first = cassette.requests[0].json()
-    return "".join(p.get("text", "") for p in first["contents"][0]["parts"] if "text" in p)
-
-
-def _tools(recorded: list[dict]) -> tuple[RecordedTools, list]:
-    tools = RecordedTools()
-    for name, arguments, result in gemini_exchanges(recorded[-1]):
-        tools.add_result(name, arguments, result)
-    declared = []
-    for group in recorded[0].get("tools") or []:
-        for d in group.get("functionDeclarations") or group.get("function_declarations") or []:
-            params = (
-                d.get("parameters")
-                or d.get("parametersJsonSchema")  # the JS SDK's name
-                or d.get("parameters_json_schema")
-            )
-            declared.append(tools.make_tool(d["name"], d.get("description"), params))
-    return tools, declared
-
-
-def _recorded_usage(response) -> Usage:
-    metadata = [c["usageMetadata"] for c in gemini_chunks(response) if "usageMetadata" in c][-1]
-    return Usage(
-        metadata.get("promptTokenCount", 0),
-        metadata.get("candidatesTokenCount", 0) + metadata.get("thoughtsTokenCount", 0),
-    )
-
-
-def _assert_equivalent(server, recorded: list[dict], model: str, *, stream: bool) -> None:
-    suffix = ":streamGenerateContent?alt=sse" if stream else ":generateContent"
-    for ours, theirs, request in zip(server.bodies(), recorded, server.requests, strict=False):
-        assert normalize_gemini(ours) == normalize_gemini(theirs)
-        assert request.path == f"/v1beta/models/{model}{suffix}"
-        assert request.headers["x-goog-api-key"] == KEY
-        assert KEY not in request.url
-        # No made-up ids go to Gemini; responses are paired by position.
-        for content in ours["contents"]:
-            for part in content["parts"]:
-                for key in ("functionCall", "functionResponse"):
-                    assert "id" not in part.get(key, {})
-
-
 @pytest.mark.parametrize(("name", "stream"), TOOL_CASSETTES)
 async def test_replay_tool_cassette(name, stream, wire_server):
-    cassette = load_cassette(DATA / name)
-    recorded = [r.json() for r in cassette.requests]
-    tools, declared = _tools(recorded)
-    wire_server.add(*replies_for(cassette))
-
-    agent = _agent(cassette, declared, wire_server.url, stream=stream)
-    result = await agent.run(_prompt(cassette))
-
-    assert result.stop_reason == "complete"
-    assert result.output == gemini_text(cassette.responses[-1])
-    assert wire_server.count == len(cassette.interactions)
-    assert tools.calls == [(n, a) for n, a, _ in gemini_exchanges(recorded[-1])]
-    expected = [_recorded_usage(r) for r in cassette.responses]
-    assert [r.usage for r in result.rounds] == expected[:-1]
-    assert result.usage == Usage(
-        sum(u.input_tokens for u in expected), sum(u.output_tokens for u in expected)
-    )
-    _assert_equivalent(wire_server, recorded, _model(cassette), stream=stream)
+    await replay_tool_cassette(name, wire_server, stream=stream)
 
 
 async def test_replay_gemini3_parallel_calls_and_output_tool(wire_server):
@@ -141,7 +54,7 @@ async def test_replay_gemini3_parallel_calls_and_output_tool(wire_server):
         DATA / "pydantic-ai/gemini/test_google_instructions_only_with_tool_calls.yaml"
     )
     recorded = [r.json() for r in cassette.requests]
-    tools, declared = _tools(recorded)
+    tools, declared = recorded_tools(recorded)
     jokes = cassette.responses[-1].json()["candidates"][0]["content"]["parts"][0]["functionCall"][
         "args"
     ]
@@ -153,8 +66,8 @@ async def test_replay_gemini3_parallel_calls_and_output_tool(wire_server):
     }
     wire_server.add(*replies_for(cassette), Reply(200, done))
 
-    agent = _agent(cassette, declared, wire_server.url, stream=False)
-    result = await agent.run(_prompt(cassette))
+    agent = agent_for(cassette, declared, wire_server.url, stream=False)
+    result = await agent.run(prompt(cassette))
 
     assert result.output == "Done."
     assert [len(r.calls) for r in result.rounds] == [3, 1, 1, 1, 1]
@@ -162,7 +75,7 @@ async def test_replay_gemini3_parallel_calls_and_output_tool(wire_server):
     assert wire_server.count == 6
     # The five recorded requests: same history; pydantic-ai forced mode ANY with
     # allowedFunctionNames, nbagent leaves the choice to the model (AUTO).
-    _assert_equivalent(wire_server, recorded, _model(cassette), stream=False)
+    assert_equivalent(wire_server, recorded, model_of(cassette), stream=False)
     for ours in wire_server.bodies():
         assert ours["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
     # The 6th request answers final_result, and every signature went back on its first call part.
@@ -182,9 +95,9 @@ async def test_replay_invalid_key_on_sse_endpoint(wire_server):
         DATA / "mirascope/gemini/test_authentication_error_stream/google_gemini_2_5_flash.yaml"
     )
     wire_server.add(*replies_for(cassette))
-    agent = _agent(cassette, [], wire_server.url, stream=True)
+    agent = agent_for(cassette, [], wire_server.url, stream=True)
     with pytest.raises(ProviderError) as caught:
-        await agent.run(_prompt(cassette))
+        await agent.run(prompt(cassette))
     error = caught.value
     assert (error.provider, error.status, error.error_type) == ("gemini", 400, "INVALID_ARGUMENT")
     assert error.message.startswith("API key not valid. Please pass a valid API key.")
@@ -205,9 +118,9 @@ async def test_replay_resource_exhausted_is_retried_then_reported(wire_server):
         / "crewAI/gemini/TestAgentMultimodalGemini.test_video_file[gemini-gemini-2.0-flash].yaml"
     )
     wire_server.add(*(replies_for(cassette) * 4))
-    agent = _agent(cassette, [], wire_server.url, stream=False)
+    agent = agent_for(cassette, [], wire_server.url, stream=False)
     with pytest.raises(ProviderError) as caught:
-        await agent.run(_prompt(cassette))
+        await agent.run(prompt(cassette))
     error = caught.value
     assert (error.status, error.error_type) == (429, "RESOURCE_EXHAUSTED")
     assert error.message.startswith("Resource exhausted. Please try again later.")
@@ -215,4 +128,4 @@ async def test_replay_resource_exhausted_is_retried_then_reported(wire_server):
     assert wire_server.count == 4
     sent = wire_server.bodies()
     assert all(b == sent[0] for b in sent)  # the same request each time
-    assert sent[0]["contents"][0]["parts"][0]["text"] == _prompt(cassette)
+    assert sent[0]["contents"][0]["parts"][0]["text"] == prompt(cassette)

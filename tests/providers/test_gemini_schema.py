@@ -24,9 +24,9 @@ from typing_extensions import TypedDict
 
 from nbagent import Tool
 from nbagent.messages import Message, ToolSpec
-from nbagent.providers.schema_convert import NameMap, to_gemini_schema
 from nbagent.providers.base import ModelRequest
 from nbagent.providers.gemini import GeminiProvider
+from nbagent.providers.schema_convert import NameMap, to_gemini_schema
 
 build_body = GeminiProvider("gemini-test", api_key="k", env={}).build_body
 """The request body a Gemini provider builds (no request is sent)."""

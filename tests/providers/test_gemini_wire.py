@@ -13,50 +13,10 @@ from nbagent import Agent, Tool
 from nbagent.errors import ProviderError
 from nbagent.messages import Usage
 from nbagent.providers.gemini import GeminiProvider
-
-from .wire import Reply
+from tests.support.agents import http_agent
+from tests.support.servers import Gemini, Reply
 
 KEY = "test-key-gemini-wire-91c3"
-
-
-def chunk(*parts: dict, finish: str | None = None, usage: tuple[int, int] | None = None) -> dict:
-    candidate: dict = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
-    if finish:
-        candidate["finishReason"] = finish
-    data: dict = {"candidates": [candidate], "modelVersion": "gemini-test"}
-    if usage:
-        data["usageMetadata"] = {
-            "promptTokenCount": usage[0],
-            "candidatesTokenCount": usage[1],
-            "totalTokenCount": sum(usage),
-        }
-    return data
-
-
-def call_part(name: str, signature: str | None = None, call_id: str | None = None, **args) -> dict:
-    call: dict = {"name": name, "args": args}
-    if call_id:
-        call["id"] = call_id
-    part: dict = {"functionCall": call}
-    if signature:
-        part["thoughtSignature"] = signature
-    return part
-
-
-def text_stream(text: str, usage: tuple[int, int] = (12, 4), **options) -> Reply:
-    """A streamed text answer in two chunks; the last carries finishReason (no terminator)."""
-    half = len(text) // 2
-    return Reply.sse(
-        [chunk({"text": text[:half]}), chunk({"text": text[half:]}, finish="STOP", usage=usage)],
-        **options,
-    )
-
-
-def gemini_error(
-    status: int, kind: str, message: str, details: list | None = None, **options
-) -> Reply:
-    body = {"error": {"code": status, "message": message, "status": kind, "details": details or []}}
-    return Reply(status, body, **options)
 
 
 class Calls:
@@ -71,11 +31,11 @@ class Calls:
         self.tool = Tool(add)
 
 
-def make_agent(server, tools=(), *, stream: bool = True, **provider_options) -> Agent:
-    provider = GeminiProvider(
-        "gemini-test", base_url=server.url, api_key=KEY, backoff=0.01, **provider_options
-    )
-    return Agent(provider, tools=list(tools), stream=stream, store=None)
+def make_agent(server, tools=(), *, stream: bool = True, **options) -> Agent:
+    return http_agent(
+        "gemini:gemini-test", server, tools=list(tools), stream=stream, api_key=KEY,
+        backoff=0.01, store=None, **options,
+    )  # fmt: skip
 
 
 def assert_history_valid(agent: Agent) -> None:
@@ -92,8 +52,8 @@ async def test_429_retry_delay_is_honoured(wire_server):
         {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.05s"},
     ]
     wire_server.add(
-        gemini_error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted", details),
-        text_stream("Hello."),
+        Gemini.error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted", details),
+        Gemini.text_stream("Hello."),
     )
     result = await make_agent(wire_server).run("hi")
     assert result.output == "Hello."
@@ -102,8 +62,8 @@ async def test_429_retry_delay_is_honoured(wire_server):
 
 async def test_429_with_retry_after_header(wire_server):
     wire_server.add(
-        gemini_error(429, "RESOURCE_EXHAUSTED", "slow down", headers={"retry-after": "0.05"}),
-        text_stream("Ok."),
+        Gemini.error(429, "RESOURCE_EXHAUSTED", "slow down", headers={"retry-after": "0.05"}),
+        Gemini.text_stream("Ok."),
     )
     assert (await make_agent(wire_server).run("hi")).output == "Ok."
     assert wire_server.count == 2
@@ -111,7 +71,7 @@ async def test_429_with_retry_after_header(wire_server):
 
 async def test_daily_quota_429_is_not_retried(wire_server):
     message = "You exceeded your current quota, please check your plan and billing details."
-    wire_server.add(gemini_error(429, "RESOURCE_EXHAUSTED", message), text_stream("never"))
+    wire_server.add(Gemini.error(429, "RESOURCE_EXHAUSTED", message), Gemini.text_stream("never"))
     with pytest.raises(ProviderError) as caught:
         await make_agent(wire_server).run("hi")
     assert caught.value.status == 429 and caught.value.message.startswith("You exceeded")
@@ -119,10 +79,10 @@ async def test_daily_quota_429_is_not_retried(wire_server):
 
 
 async def test_500_then_503_then_success_non_streaming(wire_server):
-    answer = chunk({"text": "Recovered."}, finish="STOP", usage=(7, 2))
+    answer = Gemini.chunk({"text": "Recovered."}, finish="STOP", usage=(7, 2))
     wire_server.add(
-        gemini_error(500, "INTERNAL", "An internal error has occurred."),
-        gemini_error(503, "UNAVAILABLE", "The model is overloaded."),
+        Gemini.error(500, "INTERNAL", "An internal error has occurred."),
+        Gemini.error(503, "UNAVAILABLE", "The model is overloaded."),
         Reply(200, answer),
     )
     result = await make_agent(wire_server, stream=False).run("hi")
@@ -133,8 +93,13 @@ async def test_500_then_503_then_success_non_streaming(wire_server):
 
 
 async def test_slow_first_byte_past_the_timeout_is_retried(wire_server):
-    wire_server.add(text_stream("late", first_byte_delay=1.5), text_stream("On time."))
-    result = await make_agent(wire_server, timeout=0.3).run("hi")
+    wire_server.add(
+        Gemini.text_stream("late", first_byte_delay=1.5), Gemini.text_stream("On time.")
+    )
+    provider = GeminiProvider(
+        "gemini-test", base_url=wire_server.url, api_key=KEY, backoff=0.01, timeout=0.3
+    )
+    result = await Agent(provider, tools=[], store=None).run("hi")
     assert result.output == "On time."
     assert wire_server.count == 2
 
@@ -143,7 +108,7 @@ async def test_slow_first_byte_past_the_timeout_is_retried(wire_server):
 
 
 async def test_stream_without_terminator_is_normal(wire_server):
-    wire_server.add(text_stream("No [DONE] needed."))
+    wire_server.add(Gemini.text_stream("No [DONE] needed."))
     result = await make_agent(wire_server).run("hi")
     assert result.output == "No [DONE] needed."
     assert (
@@ -154,9 +119,9 @@ async def test_stream_without_terminator_is_normal(wire_server):
 async def test_reset_mid_stream_runs_no_tool(wire_server):
     reply = Reply.sse(
         [
-            chunk({"text": "Adding. "}),
-            chunk(call_part("add", "sig", a=1, b=2)),
-            chunk({"text": "more"}),
+            Gemini.chunk({"text": "Adding. "}),
+            Gemini.chunk(Gemini.call_part("add", "sig", a=1, b=2)),
+            Gemini.chunk({"text": "more"}),
         ],
         drop_after=2,
     )
@@ -172,7 +137,7 @@ async def test_reset_mid_stream_runs_no_tool(wire_server):
 
 
 async def test_invalid_json_chunk(wire_server):
-    reply = text_stream("Hello")
+    reply = Gemini.text_stream("Hello")
     reply.chunks.insert(1, b'data: {"candidates": [{"content": \r\n\r\n')
     wire_server.add(reply)
     with pytest.raises(ProviderError) as caught:
@@ -183,7 +148,7 @@ async def test_invalid_json_chunk(wire_server):
 
 async def test_error_payload_inside_a_200_stream(wire_server):
     error = {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}
-    wire_server.add(Reply.sse([chunk({"text": "Part"}), error]))
+    wire_server.add(Reply.sse([Gemini.chunk({"text": "Part"}), error]))
     with pytest.raises(ProviderError) as caught:
         await make_agent(wire_server).run("hi")
     assert caught.value.error_type == "UNAVAILABLE"
@@ -230,16 +195,16 @@ async def test_calls_without_ids_signatures_and_forced_final_answer(wire_server)
     wire_server.add(
         Reply.sse(
             [
-                chunk({"text": "**thinking**", "thought": True}),
-                chunk(
-                    call_part("add", "U2lnbmF0dXJl+/A=", a=2, b=3),
-                    call_part("add", a="x", b=1),
+                Gemini.chunk({"text": "**thinking**", "thought": True}),
+                Gemini.chunk(
+                    Gemini.call_part("add", "U2lnbmF0dXJl+/A=", a=2, b=3),
+                    Gemini.call_part("add", a="x", b=1),
                     finish="STOP",
                     usage=(30, 8),
                 ),
             ]
         ),
-        text_stream("Five.", usage=(50, 2)),
+        Gemini.text_stream("Five.", usage=(50, 2)),
     )
     calls = Calls()
     agent = make_agent(wire_server, [calls.tool])
@@ -286,9 +251,14 @@ async def test_calls_without_ids_signatures_and_forced_final_answer(wire_server)
 
 async def test_server_given_call_ids_are_echoed(wire_server):
     wire_server.add(
-        Reply(200, chunk(call_part("add", "c2ln", call_id="89nz05jy", a=1, b=1), finish="STOP")),
-        Reply(200, chunk({"text": "Two.", "thoughtSignature": "dGV4dA=="}, finish="STOP")),
-        Reply(200, chunk({"text": "Yes."}, finish="STOP")),
+        Reply(
+            200,
+            Gemini.chunk(
+                Gemini.call_part("add", "c2ln", call_id="89nz05jy", a=1, b=1), finish="STOP"
+            ),
+        ),
+        Reply(200, Gemini.chunk({"text": "Two.", "thoughtSignature": "dGV4dA=="}, finish="STOP")),
+        Reply(200, Gemini.chunk({"text": "Yes."}, finish="STOP")),
     )
     calls = Calls()
     agent = make_agent(wire_server, [calls.tool], stream=False)
@@ -307,7 +277,7 @@ async def test_server_given_call_ids_are_echoed(wire_server):
 
 
 async def test_generation_config_system_and_extra(wire_server):
-    wire_server.add(text_stream("ok"))
+    wire_server.add(Gemini.text_stream("ok"))
     provider = GeminiProvider(
         "models/gemini-test",
         base_url=wire_server.url + "/v1beta",
@@ -332,7 +302,7 @@ async def test_generation_config_system_and_extra(wire_server):
 
 
 async def test_env_keys_and_names(wire_server):
-    wire_server.add(text_stream("a"), text_stream("b"))
+    wire_server.add(Gemini.text_stream("a"), Gemini.text_stream("b"))
     for env in ({"GEMINI_API_KEY": "k-gemini"}, {"GOOGLE_API_KEY": "k-google"}):
         env = {**env, "GOOGLE_GEMINI_BASE_URL": wire_server.url}
         agent = Agent("gemini:gemini-test", env=env, store=None, tools=[])
@@ -350,8 +320,10 @@ async def test_tool_names_outside_the_api_pattern_are_mapped_back(wire_server):
 
     tool = Tool(lookup, name="9 weather/lookup")
     wire_server.add(
-        Reply.sse([chunk(call_part("_9_weather_lookup", city="Oslo"), finish="STOP")]),
-        text_stream("Sunny."),
+        Reply.sse(
+            [Gemini.chunk(Gemini.call_part("_9_weather_lookup", city="Oslo"), finish="STOP")]
+        ),
+        Gemini.text_stream("Sunny."),
     )
     result = await make_agent(wire_server, [tool]).run("weather?")
     assert result.output == "Sunny." and seen == ["Oslo"]

@@ -21,8 +21,7 @@ from nbagent.providers.http import (
     join_url,
 )
 from nbagent.providers.openai import OpenAIDecoder
-
-from .wire import Reply, WireServer
+from tests.support.servers import Reply, WireServer
 
 # --------------------------------------------------------------------------- SSE
 

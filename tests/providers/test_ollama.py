@@ -10,8 +10,8 @@ from nbagent import Agent
 from nbagent.errors import ProviderError
 from nbagent.providers.ollama import OllamaProvider, ollama_base_url
 from nbagent.tools import Tool
-
-from .wire import Reply, WireServer
+from tests.support.agents import http_agent
+from tests.support.servers import Ollama, Reply, WireServer
 
 
 @pytest.mark.parametrize(
@@ -38,41 +38,6 @@ def test_ollama_host_rules(host: str | None, url: str) -> None:
     assert OllamaProvider("qwen3", env=env).base_url == url
 
 
-def done(**extra: Any) -> dict[str, Any]:
-    return {
-        "model": "qwen3",
-        "message": {"role": "assistant", "content": ""},
-        "done": True,
-        "done_reason": "stop",
-        "prompt_eval_count": 20,
-        "eval_count": 4,
-        **extra,
-    }
-
-
-def text_chunks(text: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "model": "qwen3",
-            "message": {"role": "assistant", "content": text[i : i + 3]},
-            "done": False,
-        }
-        for i in range(0, len(text), 3)
-    ]
-
-
-def call_chunk(name: str, arguments: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {
-        "model": "qwen3",
-        "message": {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [{"function": {"name": name, "arguments": arguments, **extra}}],
-        },
-        "done": False,
-    }
-
-
 def get_weather(city: str) -> str:
     """Current weather."""
     seen.append(city)
@@ -87,25 +52,23 @@ def _clear() -> None:
     seen.clear()
 
 
-def agent_for(server: WireServer, **kw: Any) -> Agent:
-    provider_kw = {k: kw.pop(k) for k in ("timeout", "max_retries") if k in kw}
-    provider = OllamaProvider("qwen3", base_url=server.url, env={}, **provider_kw)
-    return Agent(provider, tools=[Tool(get_weather)], **kw)
+def agent_for(server: WireServer, **options: Any) -> Agent:
+    return http_agent("ollama:qwen3", server, api_key=None, tools=[Tool(get_weather)], **options)
 
 
 @pytest.mark.parametrize("stream", [True, False])
 async def test_tool_round_trip(wire_server: WireServer, stream: bool) -> None:
     if stream:
         wire_server.add(
-            Reply.ndjson([call_chunk("get_weather", {"city": "Paris"}), done()]),
-            Reply.ndjson([*text_chunks("Mild, 18C."), done()]),
+            Reply.ndjson([Ollama.call_chunk("get_weather", {"city": "Paris"}), Ollama.done()]),
+            Reply.ndjson([*Ollama.text_chunks("Mild, 18C."), Ollama.done()]),
         )
     else:
         wire_server.add(
             Reply(
                 200,
                 {
-                    **done(),
+                    **Ollama.done(),
                     "message": {
                         "role": "assistant",
                         "content": "",
@@ -115,7 +78,9 @@ async def test_tool_round_trip(wire_server: WireServer, stream: bool) -> None:
                     },
                 },
             ),
-            Reply(200, {**done(), "message": {"role": "assistant", "content": "Mild, 18C."}}),
+            Reply(
+                200, {**Ollama.done(), "message": {"role": "assistant", "content": "Mild, 18C."}}
+            ),
         )
     agent = agent_for(
         wire_server, system="Be brief.", stream=stream, temperature=0.1, max_output_tokens=64
@@ -158,8 +123,8 @@ async def test_tool_round_trip(wire_server: WireServer, stream: bool) -> None:
 
 async def test_streamed_rounds_reuse_one_connection(wire_server: WireServer) -> None:
     wire_server.add(
-        Reply.ndjson([call_chunk("get_weather", {"city": "Rome"}), done()]),
-        Reply.ndjson([*text_chunks("Warm."), done()]),
+        Reply.ndjson([Ollama.call_chunk("get_weather", {"city": "Rome"}), Ollama.done()]),
+        Reply.ndjson([*Ollama.text_chunks("Warm."), Ollama.done()]),
     )
     result = await agent_for(wire_server).run("Rome?")
     assert result.output == "Warm."
@@ -167,9 +132,12 @@ async def test_streamed_rounds_reuse_one_connection(wire_server: WireServer) -> 
 
 
 async def test_server_ids_are_kept(wire_server: WireServer) -> None:
-    chunk = call_chunk("get_weather", {"city": "Oslo"})
+    chunk = Ollama.call_chunk("get_weather", {"city": "Oslo"})
     chunk["message"]["tool_calls"][0]["id"] = "call_x1"
-    wire_server.add(Reply.ndjson([chunk, done()]), Reply.ndjson([*text_chunks("Cold."), done()]))
+    wire_server.add(
+        Reply.ndjson([chunk, Ollama.done()]),
+        Reply.ndjson([*Ollama.text_chunks("Cold."), Ollama.done()]),
+    )
     result = await agent_for(wire_server).run("Oslo?")
     assert result.rounds[0].calls[0].id == "call_x1"
     assert wire_server.bodies()[1]["messages"][-1]["tool_call_id"] == "call_x1"
@@ -177,8 +145,8 @@ async def test_server_ids_are_kept(wire_server: WireServer) -> None:
 
 async def test_forced_final_answer_omits_tools(wire_server: WireServer) -> None:
     wire_server.add(
-        Reply.ndjson([call_chunk("get_weather", {"city": "Rome"}), done()]),
-        Reply.ndjson([*text_chunks("Warm."), done()]),
+        Reply.ndjson([Ollama.call_chunk("get_weather", {"city": "Rome"}), Ollama.done()]),
+        Reply.ndjson([*Ollama.text_chunks("Warm."), Ollama.done()]),
     )
     result = await agent_for(wire_server, max_rounds=1).run("Rome?")
     assert result.output == "Warm." and result.stop_reason == "max_rounds"
@@ -189,7 +157,7 @@ async def test_forced_final_answer_omits_tools(wire_server: WireServer) -> None:
 
 async def test_error_line_after_200(wire_server: WireServer) -> None:
     wire_server.add(
-        Reply.ndjson([*text_chunks("Hal"), {"error": "llama runner process has terminated"}])
+        Reply.ndjson([*Ollama.text_chunks("Hal"), {"error": "llama runner process has terminated"}])
     )
     with pytest.raises(ProviderError) as info:
         await agent_for(wire_server).run("hi")
@@ -197,7 +165,7 @@ async def test_error_line_after_200(wire_server: WireServer) -> None:
 
 
 async def test_stream_without_done_line_runs_no_tool(wire_server: WireServer) -> None:
-    wire_server.add(Reply.ndjson([call_chunk("get_weather", {"city": "Paris"})]))
+    wire_server.add(Reply.ndjson([Ollama.call_chunk("get_weather", {"city": "Paris"})]))
     agent = agent_for(wire_server)
     with pytest.raises(ProviderError) as info:
         await agent.run("hi")
@@ -207,7 +175,7 @@ async def test_stream_without_done_line_runs_no_tool(wire_server: WireServer) ->
 
 
 async def test_reset_mid_stream(wire_server: WireServer) -> None:
-    reply = Reply.ndjson([*text_chunks("abcdefghi"), done()], drop_after=2)
+    reply = Reply.ndjson([*Ollama.text_chunks("abcdefghi"), Ollama.done()], drop_after=2)
     wire_server.add(reply)
     with pytest.raises(ProviderError) as info:
         await agent_for(wire_server).run("hi")
@@ -216,7 +184,7 @@ async def test_reset_mid_stream(wire_server: WireServer) -> None:
 
 
 async def test_malformed_line(wire_server: WireServer) -> None:
-    reply = Reply.ndjson([*text_chunks("abc"), done()])
+    reply = Reply.ndjson([*Ollama.text_chunks("abc"), Ollama.done()])
     assert reply.chunks is not None
     reply.chunks.insert(1, b'{"model": "qwen3", "message": \n')
     wire_server.add(reply)
@@ -228,7 +196,7 @@ async def test_malformed_line(wire_server: WireServer) -> None:
 @pytest.mark.parametrize(("status", "headers"), [(503, {}), (429, {"retry-after": "0"}), (502, {})])
 async def test_busy_server_is_retried(wire_server: WireServer, status: int, headers: dict) -> None:
     wire_server.add(Reply(status, {"error": "server busy, please try again"}, headers=headers))
-    wire_server.add(Reply.ndjson([*text_chunks("ok"), done()]))
+    wire_server.add(Reply.ndjson([*Ollama.text_chunks("ok"), Ollama.done()]))
     result = await agent_for(wire_server).run("hi")
     assert result.output == "ok"
     assert wire_server.count == 2
@@ -243,9 +211,12 @@ async def test_model_not_found(wire_server: WireServer) -> None:
 
 
 async def test_slow_first_byte(wire_server: WireServer) -> None:
-    wire_server.add(Reply(200, done(), first_byte_delay=1.0))
+    wire_server.add(Reply(200, Ollama.done(), first_byte_delay=1.0))
     with pytest.raises(ProviderError) as info:
-        await agent_for(wire_server, timeout=0.2, max_retries=0).run("hi")
+        provider = OllamaProvider(
+            "qwen3", base_url=wire_server.url, env={}, timeout=0.2, max_retries=0
+        )
+        await Agent(provider, tools=[Tool(get_weather)]).run("hi")
     assert info.value.error_type == "timeout"
     assert wire_server.count == 1
 

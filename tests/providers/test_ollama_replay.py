@@ -15,16 +15,15 @@ from typing import Any
 
 import pytest
 
-from nbagent import Agent
 from nbagent.errors import ProviderError
 from nbagent.messages import Message, ToolCall, ToolResult, ToolRound
 from nbagent.providers import ModelRequest
 from nbagent.providers.base import Finished, TextChunk, ToolCallReady, UsageReport
 from nbagent.providers.ollama import OllamaProvider
 from nbagent.tools import Tool
-
-from .cassettes import DATA, Cassette, load_bodies, load_cassette
-from .wire import WireServer, replies_for
+from tests.support.agents import http_agent
+from tests.support.cassettes import DATA, Cassette, load_bodies, load_cassette, replies_for
+from tests.support.servers import WireServer
 
 PRISM = DATA / "prism/ollama"
 
@@ -84,9 +83,10 @@ async def test_replay_prism_conversation(
     cassette = load_bodies([PRISM / f for f in files])
     wire_server.add(*replies_for(cassette))
     model = _lines(cassette, 0)[0]["model"]
-    agent = Agent(
+    agent = http_agent(
         f"ollama:{model}",
-        base_url=wire_server.url,
+        wire_server,
+        api_key=None,
         tools=[Tool(weather), Tool(search)],
         stream=streamed,
     )
@@ -186,7 +186,7 @@ async def test_replay_streamed_joke(wire_server: WireServer) -> None:
     (reply,) = replies_for(cassette)
     reply.chunk_delay = 0.002  # separate network reads, so text arrives in pieces
     wire_server.add(reply)
-    agent = Agent("ollama:llama3", base_url=wire_server.url, tools=[])
+    agent = http_agent("ollama:llama3", wire_server, api_key=None, tools=[])
     chunks = []
     async for event in agent.stream("Tell me a joke about OpenTelemetry"):
         if type(event).__name__ == "TextDelta":
@@ -200,7 +200,9 @@ async def test_replay_streamed_joke(wire_server: WireServer) -> None:
 async def test_replay_does_not_support_tools_error(wire_server: WireServer) -> None:
     cassette = load_cassette(DATA / "langchaingo/ollama/TestToolCall.httprr")
     wire_server.add(*replies_for(cassette))
-    agent = Agent("ollama:gemma3:1b", base_url=wire_server.url, tools=[Tool(weather)], stream=False)
+    agent = http_agent(
+        "ollama:gemma3:1b", wire_server, api_key=None, tools=[Tool(weather)], stream=False
+    )
     with pytest.raises(ProviderError) as info:
         await agent.run("Which date do we have today?")
     assert info.value.status == 400

@@ -13,65 +13,10 @@ from nbagent import Agent
 from nbagent.errors import ConfigError, ProviderError
 from nbagent.providers.openai import OpenAIProvider
 from nbagent.tools import Tool
-
-from .wire import Reply, WireServer
+from tests.support.agents import http_agent
+from tests.support.servers import OpenAI, Reply, WireServer
 
 KEY = "sk-LEAKCHECK-0123456789abcdef"
-
-
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict:
-    choice = {"index": 0, "delta": delta or {}, "finish_reason": finish}
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice], **extra}
-
-
-def tool_delta(
-    index: int, *, id: str | None = None, name: str | None = None, args: str = ""
-) -> dict:
-    item: dict[str, Any] = {"index": index, "function": {"arguments": args}}
-    if id:
-        item.update(id=id, type="function")
-        item["function"]["name"] = name
-    return {"tool_calls": [item]}
-
-
-USAGE = {"id": "chatcmpl-1", "choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
-
-
-def call_stream(*calls: tuple[str, str, str], finish: str = "tool_calls") -> Reply:
-    """A streamed reply asking for ``calls`` (id, name, arguments), arguments in 2 pieces."""
-    events: list[Any] = [chunk({"role": "assistant", "content": None})]
-    for index, (call_id, name, args) in enumerate(calls):
-        half = len(args) // 2
-        events.append(chunk(tool_delta(index, id=call_id, name=name)))
-        events += [
-            chunk(tool_delta(index, args=args[:half])),
-            chunk(tool_delta(index, args=args[half:])),
-        ]
-    events += [chunk(finish=finish), USAGE, "[DONE]"]
-    return Reply.sse(events)
-
-
-def text_stream(text: str) -> Reply:
-    pieces = [text[i : i + 4] for i in range(0, len(text), 4)]
-    events = [chunk({"role": "assistant", "content": ""})]
-    events += [chunk({"content": p}) for p in pieces] + [chunk(finish="stop"), USAGE, "[DONE]"]
-    return Reply.sse(events)
-
-
-def text_reply(text: str) -> Reply:
-    return Reply(
-        200,
-        {
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": text},
-                }
-            ],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 3},
-        },
-    )
 
 
 class Calls:
@@ -88,12 +33,8 @@ class Calls:
         self.tool = Tool(add)
 
 
-def agent_for(server: WireServer, tools: list[Tool], **kw: Any) -> Agent:
-    provider_kw = {k: kw.pop(k) for k in ("timeout", "max_retries") if k in kw}
-    provider = OpenAIProvider(
-        "gpt-test", base_url=server.url + "/v1", api_key=KEY, env={}, **provider_kw
-    )
-    return Agent(provider, tools=tools, **kw)
+def agent_for(server: WireServer, tools: list[Tool], **options: Any) -> Agent:
+    return http_agent("openai:gpt-test", server, tools=tools, api_key=KEY, **options)
 
 
 # --------------------------------------------------------------------------- wire format
@@ -103,8 +44,11 @@ def agent_for(server: WireServer, tools: list[Tool], **kw: Any) -> Agent:
 async def test_round_trip_and_history_expansion(wire_server: WireServer, stream: bool) -> None:
     calls = Calls()
     if stream:
-        wire_server.add(call_stream(("call_A", "add", '{"a": 2, "b": 3}')), text_stream("It is 5."))
-        wire_server.add(text_stream("Bye."))
+        wire_server.add(
+            OpenAI.call_stream(("call_A", "add", '{"a": 2, "b": 3}')),
+            OpenAI.text_stream("It is 5."),
+        )
+        wire_server.add(OpenAI.text_stream("Bye."))
     else:
         wire_server.add(
             Reply(
@@ -133,8 +77,8 @@ async def test_round_trip_and_history_expansion(wire_server: WireServer, stream:
                     "usage": {"prompt_tokens": 11, "completion_tokens": 7},
                 },
             ),
-            text_reply("It is 5."),
-            text_reply("Bye."),
+            OpenAI.text_reply("It is 5."),
+            OpenAI.text_reply("Bye."),
         )
     agent = agent_for(
         wire_server,
@@ -197,7 +141,9 @@ async def test_round_trip_and_history_expansion(wire_server: WireServer, stream:
 
 async def test_forced_final_answer_keeps_tools_and_says_none(wire_server: WireServer) -> None:
     calls = Calls()
-    wire_server.add(call_stream(("call_1", "add", '{"a":1,"b":1}')), text_stream("Two."))
+    wire_server.add(
+        OpenAI.call_stream(("call_1", "add", '{"a":1,"b":1}')), OpenAI.text_stream("Two.")
+    )
     agent = agent_for(wire_server, [calls.tool], max_rounds=1)
     result = await agent.run("1+1?")
     assert result.stop_reason == "max_rounds"
@@ -213,13 +159,13 @@ async def test_parallel_calls_and_new_id_at_used_index(wire_server: WireServer) 
     """Some servers reuse index 0 for parallel calls: a new id starts a new call."""
     calls = Calls()
     events = [
-        chunk(tool_delta(0, id="call_X", name="add", args='{"a": 1, "b": 2}')),
-        chunk(tool_delta(0, id="call_Y", name="add", args='{"a": 3,')),
-        chunk(tool_delta(0, args=' "b": 4}')),
-        chunk(finish="stop"),  # a plain "stop": calls are detected from content
+        OpenAI.chunk(OpenAI.tool_delta(0, id="call_X", name="add", args='{"a": 1, "b": 2}')),
+        OpenAI.chunk(OpenAI.tool_delta(0, id="call_Y", name="add", args='{"a": 3,')),
+        OpenAI.chunk(OpenAI.tool_delta(0, args=' "b": 4}')),
+        OpenAI.chunk(finish="stop"),  # a plain "stop": calls are detected from content
         "[DONE]",
     ]
-    wire_server.add(Reply.sse(events), text_stream("3 and 7"))
+    wire_server.add(Reply.sse(events), OpenAI.text_stream("3 and 7"))
     result = await agent_for(wire_server, [calls.tool]).run("two sums")
     assert [(c.id, c.arguments) for c in result.rounds[0].calls] == [
         ("call_X", {"a": 1, "b": 2}),
@@ -235,7 +181,9 @@ async def test_parallel_calls_and_new_id_at_used_index(wire_server: WireServer) 
 
 async def test_invalid_json_arguments_are_sent_back_as_an_error(wire_server: WireServer) -> None:
     calls = Calls()
-    wire_server.add(call_stream(("call_bad", "add", '{"a": 1, "b": ')), text_stream("Sorry."))
+    wire_server.add(
+        OpenAI.call_stream(("call_bad", "add", '{"a": 1, "b": ')), OpenAI.text_stream("Sorry.")
+    )
     result = await agent_for(wire_server, [calls.tool]).run("1+?")
     (call,) = result.rounds[0].calls
     assert call.raw_arguments == '{"a": 1, "b": '
@@ -254,17 +202,17 @@ async def test_missing_id_is_generated_and_empty_arguments_are_empty_object(
         return "noon"
 
     events = [
-        chunk(
+        OpenAI.chunk(
             {
                 "tool_calls": [
                     {"index": 0, "type": "function", "function": {"name": "now", "arguments": ""}}
                 ]
             }
         ),
-        chunk(finish="tool_calls"),
+        OpenAI.chunk(finish="tool_calls"),
         "[DONE]",
     ]
-    wire_server.add(Reply.sse(events), text_stream("Noon."))
+    wire_server.add(Reply.sse(events), OpenAI.text_stream("Noon."))
     result = await agent_for(wire_server, [Tool(now)]).run("time?")
     (call,) = result.rounds[0].calls
     assert call.id and call.arguments == {}
@@ -273,7 +221,9 @@ async def test_missing_id_is_generated_and_empty_arguments_are_empty_object(
 
 async def test_streamed_rounds_reuse_one_connection(wire_server: WireServer) -> None:
     calls = Calls()
-    wire_server.add(call_stream(("call_1", "add", '{"a":1,"b":1}')), text_stream("Two."))
+    wire_server.add(
+        OpenAI.call_stream(("call_1", "add", '{"a":1,"b":1}')), OpenAI.text_stream("Two.")
+    )
     result = await agent_for(wire_server, [calls.tool]).run("1+1?")
     assert result.output == "Two."
     assert wire_server.count == 2 and wire_server.connections == 1
@@ -288,7 +238,7 @@ async def test_streamed_rounds_reuse_one_connection(wire_server: WireServer) -> 
 )
 async def test_retry_then_success(wire_server: WireServer, first: int, headers: dict) -> None:
     wire_server.add(Reply(first, {"error": {"message": "try later", "type": "x"}}, headers=headers))
-    wire_server.add(text_stream("Fine."))
+    wire_server.add(OpenAI.text_stream("Fine."))
     result = await agent_for(wire_server, []).run("hi")
     assert result.output == "Fine."
     assert wire_server.count == 2
@@ -297,7 +247,7 @@ async def test_retry_then_success(wire_server: WireServer, first: int, headers: 
 
 async def test_reset_mid_stream_runs_no_tool(wire_server: WireServer) -> None:
     calls = Calls()
-    reply = call_stream(("call_1", "add", '{"a": 1, "b": 2}'))
+    reply = OpenAI.call_stream(("call_1", "add", '{"a": 1, "b": 2}'))
     reply.drop_after = 3  # the connection dies inside the arguments
     wire_server.add(reply)
     agent = agent_for(wire_server, [calls.tool])
@@ -313,7 +263,11 @@ async def test_reset_mid_stream_runs_no_tool(wire_server: WireServer) -> None:
 
 async def test_slow_first_byte_past_timeout(wire_server: WireServer) -> None:
     wire_server.add(*[Reply(200, {"choices": []}, first_byte_delay=1.0)] * 2)
-    agent = agent_for(wire_server, [], timeout=0.2, max_retries=1)
+    provider = OpenAIProvider(
+        "gpt-test", base_url=wire_server.url + "/v1", api_key=KEY, env={}, timeout=0.2,
+        max_retries=1,
+    )  # fmt: skip
+    agent = Agent(provider, tools=[])
     with pytest.raises(ProviderError) as info:
         await agent.run("hi")
     assert info.value.error_type == "timeout"
@@ -323,7 +277,10 @@ async def test_slow_first_byte_past_timeout(wire_server: WireServer) -> None:
 
 async def test_invalid_json_chunk(wire_server: WireServer) -> None:
     calls = Calls()
-    events = [chunk(tool_delta(0, id="call_1", name="add", args='{"a": 1')), '{"choices": [ broken']
+    events = [
+        OpenAI.chunk(OpenAI.tool_delta(0, id="call_1", name="add", args='{"a": 1')),
+        '{"choices": [ broken',
+    ]
     wire_server.add(Reply.sse(events + ["[DONE]"]))
     with pytest.raises(ProviderError) as info:
         await agent_for(wire_server, [calls.tool]).run("hi")
@@ -333,7 +290,7 @@ async def test_invalid_json_chunk(wire_server: WireServer) -> None:
 
 async def test_stream_without_terminator(wire_server: WireServer) -> None:
     calls = Calls()
-    reply = call_stream(("call_1", "add", '{"a": 1, "b": 2}'))
+    reply = OpenAI.call_stream(("call_1", "add", '{"a": 1, "b": 2}'))
     assert reply.chunks is not None
     reply.chunks = reply.chunks[:-1]  # no "data: [DONE]", the HTTP body ends cleanly
     wire_server.add(reply)
@@ -348,7 +305,7 @@ async def test_stream_without_terminator(wire_server: WireServer) -> None:
 
 async def test_error_event_after_200(wire_server: WireServer) -> None:
     events = [
-        chunk({"content": "Hel"}),
+        OpenAI.chunk({"content": "Hel"}),
         {"error": {"message": "The server had an error", "type": "server_error"}},
     ]
     wire_server.add(Reply.sse(events))
@@ -368,7 +325,7 @@ def test_key_required_for_openai_only() -> None:
 
 
 async def test_env_base_url_and_no_auth_header_without_key(wire_server: WireServer) -> None:
-    wire_server.add(text_reply("ok"))
+    wire_server.add(OpenAI.text_reply("ok"))
     provider = OpenAIProvider("m", env={"OPENAI_BASE_URL": wire_server.url + "/v1/"})
     result = await Agent(provider, tools=[], stream=False).run("hi")
     assert result.output == "ok"
@@ -378,7 +335,9 @@ async def test_env_base_url_and_no_auth_header_without_key(wire_server: WireServ
 
 async def test_extra_body_and_tool_choice_options(wire_server: WireServer) -> None:
     calls = Calls()
-    wire_server.add(call_stream(("call_1", "add", '{"a":1,"b":1}')), text_stream("Two."))
+    wire_server.add(
+        OpenAI.call_stream(("call_1", "add", '{"a":1,"b":1}')), OpenAI.text_stream("Two.")
+    )
     provider = OpenAIProvider(
         "local", base_url=wire_server.url, env={}, tool_choice="required",
         extra_body={"parallel_tool_calls": True},
@@ -416,7 +375,9 @@ async def test_key_never_leaks(wire_server: WireServer, caplog: pytest.LogCaptur
     wire_server.add(Reply(401, echo))
     wire_server.add(Reply(500, {"error": {"message": f"boom {KEY}"}}, headers={"retry-after": "0"}))
     wire_server.add(Reply(500, {"error": {"message": f"boom {KEY}"}}, headers={"retry-after": "0"}))
-    wire_server.add(Reply.sse([chunk({"content": "x"}), {"error": {"message": f"late {KEY}"}}]))
+    wire_server.add(
+        Reply.sse([OpenAI.chunk({"content": "x"}), {"error": {"message": f"late {KEY}"}}])
+    )
     agent = agent_for(wire_server, [], max_retries=1)
     for _ in range(3):
         with pytest.raises(ProviderError) as info:
@@ -445,7 +406,9 @@ async def test_key_never_leaks(wire_server: WireServer, caplog: pytest.LogCaptur
 async def test_same_provider_from_background_loop_and_this_loop(wire_server: WireServer) -> None:
     """run_sync uses nbagent's background loop thread; run uses this loop. One provider
     serves both (a client per event loop: an httpx client must not cross loops)."""
-    wire_server.add(text_stream("one"), text_stream("two"), text_stream("three"))
+    wire_server.add(
+        OpenAI.text_stream("one"), OpenAI.text_stream("two"), OpenAI.text_stream("three")
+    )
     agent = agent_for(wire_server, [])
     assert agent.run_sync("first").output == "one"  # background loop thread
     assert (await agent.run("second")).output == "two"  # the test's loop
@@ -465,7 +428,7 @@ async def test_event_stream_matches_between_modes(wire_server: WireServer) -> No
     from nbagent.providers import ModelRequest
 
     calls = [("call_Q", "add", '{"a": 5, "b": 6}')]
-    wire_server.add(call_stream(*calls))
+    wire_server.add(OpenAI.call_stream(*calls))
     wire_server.add(
         Reply(
             200,

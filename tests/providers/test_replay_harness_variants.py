@@ -1,7 +1,7 @@
 """The recorded-traffic replay tests on request shapes other SDKs write.
 
-The replay tests of ``test_openai_replay`` and ``test_gemini_cassettes`` take any
-cassette path; here they run on cassettes written in this file around small
+The replay drivers of ``tests/support/replay`` (openai, gemini) take any cassette
+path; here they run on cassettes written in this file around small
 payloads, with the request shapes other clients record: OpenAI ``developer``
 system role and content as lists of text parts (also in tool results), Gemini
 declarations with ``parametersJsonSchema`` (Google's JS SDK) in a HAR log.
@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from . import test_gemini_cassettes, test_openai_replay
-from .wire import WireServer
+from tests.support.replay import gemini, openai
+from tests.support.servers import WireServer
 
 WEATHER = {
     "type": "function",
@@ -82,7 +82,7 @@ async def test_openai_developer_role_and_text_parts(
     ]
     path = tmp_path / "developer.yaml"
     path.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
-    await test_openai_replay.test_replay_tool_cassette(wire_server, str(path))
+    await openai.replay_tool_cassette(path, wire_server)
     assert wire_server.bodies()[0]["messages"][0] == {"role": "system", "content": "Be brief."}
 
 
@@ -137,4 +137,4 @@ async def test_gemini_har_with_parameters_json_schema(
     ]
     path = tmp_path / "tool-error.har"
     path.write_text(json.dumps({"log": {"version": "1.2", "entries": entries}}))
-    await test_gemini_cassettes.test_replay_tool_cassette(str(path), False, wire_server)
+    await gemini.replay_tool_cassette(path, wire_server, stream=False)

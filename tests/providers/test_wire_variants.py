@@ -13,8 +13,8 @@ import pytest
 
 from nbagent import Agent
 from nbagent.errors import ProviderError
-
-from .wire import Reply, WireServer
+from tests.support.agents import http_agent
+from tests.support.servers import OpenAI, Reply, WireServer
 
 
 def weather(location: str) -> str:
@@ -22,23 +22,12 @@ def weather(location: str) -> str:
     return f"40 C in {location}"
 
 
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict:
-    choice = {"index": 0, "delta": delta or {}, "finish_reason": finish}
-    return {"id": "chatcmpl-9", "object": "chat.completion.chunk", "choices": [choice], **extra}
-
-
 def openai_agent(server: WireServer, **options: Any) -> Agent:
-    return Agent(
-        "openai:any-model",
-        base_url=server.url + "/v1",
-        api_key="sk-variant",
-        tools=[weather],
-        **options,
-    )
+    return http_agent("openai:any-model", server, api_key="sk-variant", tools=[weather], **options)
 
 
 def answer_stream(text: str) -> Reply:
-    return Reply.sse([chunk({"content": text}), chunk(finish="stop"), "[DONE]"])
+    return Reply.sse([OpenAI.chunk({"content": text}), OpenAI.chunk(finish="stop"), "[DONE]"])
 
 
 # --------------------------------------------------------------------------- OpenAI-compatible
@@ -49,7 +38,7 @@ async def test_openai_call_without_index_and_id_on_every_chunk(wire_server: Wire
     repeat the call id on every fragment: the fragments belong to one call."""
     fragments = ['{"loc', 'ation": "Flor', 'ence"}']
     events: list[Any] = [
-        chunk(
+        OpenAI.chunk(
             {
                 "role": "assistant",
                 "tool_calls": [
@@ -63,8 +52,10 @@ async def test_openai_call_without_index_and_id_on_every_chunk(wire_server: Wire
         )
     ]
     for piece in fragments:
-        events.append(chunk({"tool_calls": [{"id": "call_a", "function": {"arguments": piece}}]}))
-    events += [chunk(finish="tool_calls"), "[DONE]"]
+        events.append(
+            OpenAI.chunk({"tool_calls": [{"id": "call_a", "function": {"arguments": piece}}]})
+        )
+    events += [OpenAI.chunk(finish="tool_calls"), "[DONE]"]
     wire_server.add(Reply.sse(events), answer_stream("It is 40 C."))
 
     result = await openai_agent(wire_server).run("Weather in Florence?")
@@ -96,8 +87,8 @@ async def test_openai_parallel_calls_without_index(wire_server: WireServer) -> N
     wire_server.add(
         Reply.sse(
             [
-                chunk({"tool_calls": [first]}),
-                chunk({"tool_calls": [second]}, finish="tool_calls"),
+                OpenAI.chunk({"tool_calls": [first]}),
+                OpenAI.chunk({"tool_calls": [second]}, finish="tool_calls"),
                 "[DONE]",
             ]
         ),
@@ -117,7 +108,9 @@ async def test_openai_whole_calls_without_id_or_index(wire_server: WireServer) -
         {"type": "function", "function": {"name": "weather", "arguments": '{"location":"B"}'}},
     ]
     wire_server.add(
-        Reply.sse([chunk({"tool_calls": calls}), chunk(finish="tool_calls"), "[DONE]"]),
+        Reply.sse(
+            [OpenAI.chunk({"tool_calls": calls}), OpenAI.chunk(finish="tool_calls"), "[DONE]"]
+        ),
         answer_stream("Both hot."),
     )
     result = await openai_agent(wire_server).run("A and B?")
@@ -132,10 +125,11 @@ async def test_openai_fragments_repeating_the_name_without_id(wire_server: WireS
     """Fragments that repeat the function name but carry no id or index are one call."""
     pieces = ['{"location":', ' "Oslo"}']
     events: list[Any] = [
-        chunk({"tool_calls": [{"function": {"name": "weather", "arguments": p}}]}) for p in pieces
+        OpenAI.chunk({"tool_calls": [{"function": {"name": "weather", "arguments": p}}]})
+        for p in pieces
     ]
     wire_server.add(
-        Reply.sse([*events, chunk(finish="tool_calls"), "[DONE]"]), answer_stream("Cold.")
+        Reply.sse([*events, OpenAI.chunk(finish="tool_calls"), "[DONE]"]), answer_stream("Cold.")
     )
     result = await openai_agent(wire_server).run("Oslo?")
     assert [(c.name, c.arguments) for c in result.rounds[0].calls] == [
@@ -148,10 +142,10 @@ async def test_openai_refusal_is_the_answer(wire_server: WireServer) -> None:
     wire_server.add(
         Reply.sse(
             [
-                chunk({"role": "assistant", "content": None, "refusal": ""}),
-                chunk({"refusal": "I'm sorry, I can't "}),
-                chunk({"refusal": "help with that."}),
-                chunk(finish="stop"),
+                OpenAI.chunk({"role": "assistant", "content": None, "refusal": ""}),
+                OpenAI.chunk({"refusal": "I'm sorry, I can't "}),
+                OpenAI.chunk({"refusal": "help with that."}),
+                OpenAI.chunk(finish="stop"),
                 "[DONE]",
             ]
         )
@@ -180,8 +174,8 @@ async def test_openai_content_filter_without_answer_is_an_error(
             Reply.sse(
                 [
                     {"choices": [], "prompt_filter_results": [{"prompt_index": 0}]},
-                    chunk({"role": "assistant", "content": ""}),
-                    chunk(finish="content_filter"),
+                    OpenAI.chunk({"role": "assistant", "content": ""}),
+                    OpenAI.chunk(finish="content_filter"),
                     "[DONE]",
                 ]
             )
@@ -207,8 +201,8 @@ async def test_openai_groq_usage_in_x_groq(wire_server: WireServer) -> None:
     wire_server.add(
         Reply.sse(
             [
-                chunk({"content": "Hi."}),
-                chunk(
+                OpenAI.chunk({"content": "Hi."}),
+                OpenAI.chunk(
                     finish="stop",
                     x_groq={"id": "req_1", "usage": {"prompt_tokens": 12, "completion_tokens": 3}},
                 ),
@@ -257,7 +251,7 @@ async def test_openai_stream_error_payload_mid_stream(wire_server: WireServer) -
     wire_server.add(
         Reply.sse(
             [
-                chunk({"content": "Partial"}),
+                OpenAI.chunk({"content": "Partial"}),
                 {
                     "id": "gen-1",
                     "error": {"code": 502, "message": "Provider returned error"},
@@ -277,12 +271,8 @@ async def test_openai_stream_error_payload_mid_stream(wire_server: WireServer) -
 
 
 def anthropic_agent(server: WireServer, **options: Any) -> Agent:
-    return Agent(
-        "anthropic:claude-test",
-        base_url=server.url,
-        api_key="ak-variant",
-        tools=[weather],
-        **options,
+    return http_agent(
+        "anthropic:claude-test", server, api_key="ak-variant", tools=[weather], **options
     )
 
 
@@ -384,18 +374,20 @@ async def test_openai_reasoning_goes_back_with_the_calls(wire_server: WireServer
     wire_server.add(
         Reply.sse(
             [
-                chunk({"role": "assistant", "content": None, "reasoning_content": "Need the "}),
-                chunk({"reasoning_content": "weather."}),
-                chunk({"tool_calls": [call]}),
-                chunk(finish="tool_calls"),
+                OpenAI.chunk(
+                    {"role": "assistant", "content": None, "reasoning_content": "Need the "}
+                ),
+                OpenAI.chunk({"reasoning_content": "weather."}),
+                OpenAI.chunk({"tool_calls": [call]}),
+                OpenAI.chunk(finish="tool_calls"),
                 "[DONE]",
             ]
         ),
         Reply.sse(
             [
-                chunk({"reasoning_content": "Answer now."}),
-                chunk({"content": "Lima: 40 C."}),
-                chunk(finish="stop"),
+                OpenAI.chunk({"reasoning_content": "Answer now."}),
+                OpenAI.chunk({"content": "Lima: 40 C."}),
+                OpenAI.chunk(finish="stop"),
                 "[DONE]",
             ]
         ),

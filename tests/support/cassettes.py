@@ -1,11 +1,12 @@
 """One loader for every recorded-traffic format in ``data/cassettes/README.md``.
 
-    from .cassettes import DATA, load_cassette, load_bodies
+    from tests.support.cassettes import DATA, load_cassette, load_bodies, replies_for
 
     cassette = load_cassette(DATA / "llm/openai/test_tool_use_basic.yaml")
     for interaction in cassette.interactions:
         interaction.request      # RecordedRequest | None (None for raw Prism bodies)
         interaction.response     # RecordedResponse: status, headers, body (decoded bytes)
+    server.add(*replies_for(cassette))   # a WireServer serves the recorded responses
 
 Formats (picked by extension and first line):
 
@@ -33,56 +34,18 @@ import gzip
 import json
 import re
 import zlib
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import yaml
 
-DATA = Path(__file__).parent / "data" / "cassettes"
+from nbagent.tools import Tool
+from tests.support.servers import RecordedRequest, RecordedResponse, Reply
+
+DATA = Path(__file__).resolve().parents[1] / "providers" / "data" / "cassettes"
 """Root of the copied shared cassettes (``tests/providers/data/cassettes``)."""
-
-
-@dataclass
-class RecordedRequest:
-    method: str
-    url: str
-    headers: dict[str, str]
-    body: bytes
-
-    @property
-    def path(self) -> str:
-        """Path and query of the URL (``/v1/chat/completions?alt=sse``)."""
-        parts = urlsplit(self.url)
-        return parts.path + (f"?{parts.query}" if parts.query else "")
-
-    def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
-
-
-@dataclass
-class RecordedResponse:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    @property
-    def content_type(self) -> str:
-        return self.headers.get("content-type", "")
-
-    @property
-    def is_stream(self) -> bool:
-        """True for SSE / NDJSON bodies (served chunked by the replay server)."""
-        ct = self.content_type
-        return "event-stream" in ct or "ndjson" in ct
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", "replace")
 
 
 @dataclass
@@ -133,6 +96,11 @@ def load_bodies(paths: list[str | Path], status: int = 200) -> Cassette:
     for path in paths:
         cassette.interactions += _load_raw(Path(path), Path(path).read_bytes(), status).interactions
     return cassette
+
+
+def replies_for(cassette: Cassette, *, chunk_size: int = 97) -> list[Reply]:
+    """One Reply per recorded response, in order."""
+    return [Reply.recorded(r, chunk_size=chunk_size) for r in cassette.responses]
 
 
 # --------------------------------------------------------------------------- formats
@@ -369,8 +337,6 @@ def recorded_tool(
     """
     import inspect
 
-    from nbagent.tools import Tool
-
     props = (parameters or {}).get("properties") or {}
     required = set((parameters or {}).get("required") or [])
     params = []
@@ -420,3 +386,67 @@ class RecordedResults:
                 self._items.remove(item)
                 return item[2]
         raise AssertionError(f"no recorded result for {name}({arguments})")
+
+
+_PY_TYPES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "object": "dict",
+}
+
+
+def _annotation(schema: dict[str, Any]) -> str:
+    kind = str(schema.get("type", "string")).lower()
+    if kind == "array":
+        return f"list[{_annotation(schema.get('items') or {})}]"
+    return _PY_TYPES.get(kind, "str")
+
+
+def _key(name: str, arguments: dict[str, Any]) -> str:
+    return name + json.dumps(arguments, sort_keys=True)
+
+
+class RecordedTools:
+    """Tools that answer with the recorded results, in order, per (name, arguments)."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, deque[str]] = defaultdict(deque)
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def add_result(self, name: str, arguments: dict[str, Any], result: str) -> None:
+        self.results[_key(name, arguments)].append(result)
+
+    def lookup(self, name: str, arguments: dict[str, Any]) -> str:
+        arguments = {k: v for k, v in arguments.items() if v is not None}
+        self.calls.append((name, arguments))
+        queue = self.results.get(_key(name, arguments))
+        if not queue:
+            raise LookupError(f"no recorded result for {name}({arguments})")
+        return queue.popleft() if len(queue) > 1 else queue[0]
+
+    def make_tool(self, name: str, description: str | None, schema: dict[str, Any] | None) -> Tool:
+        """A Tool whose generated signature matches ``schema`` (a JSON/OpenAPI schema)."""
+        schema = schema or {}
+        properties = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        params, docs = [], []
+        for prop, prop_schema in properties.items():
+            annotation = _annotation(prop_schema)
+            if prop in required:
+                params.append(f"{prop}: {annotation}")
+            else:
+                params.append(f"{prop}: {annotation} | None = None")
+            if prop_schema.get("description"):
+                docs.append(f"        {prop}: {prop_schema['description']}")
+        doc = ""
+        if docs:
+            doc = '    """Tool.\n\n    Args:\n' + "\n".join(docs) + '\n    """\n'
+        source = (
+            f"def {name}({', '.join(params)}):\n{doc}"
+            f"    return _lookup({name!r}, dict({', '.join(f'{n}={n}' for n in properties)}))\n"
+        )
+        namespace: dict[str, Any] = {"_lookup": self.lookup}
+        exec(source, namespace)  # noqa: S102 - test helper building a typed function
+        return Tool(namespace[name], name=name, description=description or "")
