@@ -11,7 +11,7 @@ naming the address, even when the code under test swallowed the error.
 
 Local means 127.0.0.0/8, ::1, the unspecified address (0.0.0.0, ::), ``localhost`` and
 names under ``.localhost``; unix sockets and other non-IP families are never checked,
-and resolving this machine's own host name is allowed (Jupyter does it). Processes a
+and resolving this machine's own host name is allowed (jupyter_client does it). Processes a
 test starts (kernels, Chromium, nested pytest runs) are separate interpreters: the
 guard does not follow them, which is what lets a kernel's ZMQ sockets alone.
 """
@@ -49,6 +49,12 @@ def is_local_host(host: object) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     return address.is_loopback or address.is_unspecified
+
+
+def own_names() -> tuple[str, ...]:
+    """This machine's own names: Jupyter resolves them (``NAME.local`` when NAME is loopback)."""
+    name = socket.gethostname()
+    return ("", name, name + ".local")
 
 
 def _is_ip_literal(host: object) -> bool:
@@ -93,7 +99,7 @@ class NetworkGuard:
                     host is None
                     or _is_ip_literal(host)
                     or is_local_host(host)
-                    or host in ("", socket.gethostname())
+                    or host in own_names()
                 ):
                     guard._block(f"{what} of {host!r}")
                 return function(host, *args, **kwargs)
