@@ -107,19 +107,21 @@ class NetworkGuard:
             return checked
 
         for name in ("connect", "connect_ex", "sendto"):
-            self._wrap(socket.socket, name, lambda m, n=name: address_check(m, n))
+            self._wrap(socket.socket, name, address_check)
         for name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex"):
-            self._wrap(socket, name, lambda f, n=name: name_check(f, n))
+            self._wrap(socket, name, name_check)
 
     def uninstall(self) -> None:
         """Put the original socket functions back."""
         while self._restore:
             self._restore.pop()()
 
-    def _wrap(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+    def _wrap(
+        self, owner: Any, name: str, checker: Callable[[Callable[..., Any], str], Any]
+    ) -> None:
         had_own = name in vars(owner)  # socket.socket inherits connect from _socket.socket
         original = getattr(owner, name)
-        setattr(owner, name, make(original))
+        setattr(owner, name, checker(original, name))
 
         def restore() -> None:
             if had_own:
