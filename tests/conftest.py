@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support import network
-from tests.support.env import NEVER_INHERITED
+from tests.support.env import never_inherited
 
 pytest_plugins = ("pytester",)
 
@@ -21,7 +21,7 @@ def _private_history_and_no_keys(
 ) -> None:
     # Subdirectory conftests may point NBAGENT_HOME somewhere more specific; this is the floor.
     monkeypatch.setenv("NBAGENT_HOME", str(tmp_path_factory.mktemp("nbagent-home")))
-    for name in NEVER_INHERITED:
+    for name in never_inherited():
         monkeypatch.delenv(name, raising=False)
 
 

@@ -11,28 +11,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-# Every variable a provider adapter reads: keys, base URLs, account headers.
-# To become `tuple(nbagent.providers.environment_variables())` once the registry has it.
-PROVIDER_VARIABLES: tuple[str, ...] = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_ORG_ID",
-    "OPENAI_PROJECT_ID",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_BASE_URL",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GOOGLE_GEMINI_BASE_URL",
-    "OLLAMA_HOST",
-    "OLLAMA_API_KEY",
-)
+from nbagent.providers import environment_variables
 
 # nbagent's own settings that change a run: which model, which approvals, history on/off.
 # (NBAGENT_HOME is not here: the suite points it at a temporary folder instead.)
 NBAGENT_SETTINGS: tuple[str, ...] = ("NBAGENT_MODEL", "NBAGENT_APPROVAL", "NBAGENT_HISTORY")
 
-NEVER_INHERITED: tuple[str, ...] = PROVIDER_VARIABLES + NBAGENT_SETTINGS
+
+def never_inherited() -> tuple[str, ...]:
+    """Every variable a registered provider reads (keys, base URLs, options), then
+    nbagent's settings. Asked of the registry each time: a provider a test registers counts."""
+    return tuple(dict.fromkeys((*environment_variables(), *NBAGENT_SETTINGS)))
 
 
 def child_environment(
@@ -40,10 +29,11 @@ def child_environment(
 ) -> dict[str, str]:
     """An environment for a child process: ``base`` (default ``os.environ``) without the
     variables above (and any starting with ``drop_prefix``), then ``values`` set."""
+    dropped = set(never_inherited())
     env = {
         name: value
         for name, value in (os.environ if base is None else base).items()
-        if name not in NEVER_INHERITED and not (drop_prefix and name.startswith(drop_prefix))
+        if name not in dropped and not (drop_prefix and name.startswith(drop_prefix))
     }
     env.update(values)
     return env
