@@ -2,8 +2,12 @@
 
 - ``agents``: the one agent factory (a ScriptedModel or a loopback server behind an Agent).
 - ``env``: the environment variables no test may inherit (provider keys, nbagent settings).
-- ``history``: one private history per test (``history_home``, ``history_db``, ``history_env``).
-- ``servers``: one fake server per wire format, with per-API reply builders.
-- ``kernel``: one real-ipykernel helper.
 - ``network``: the guard that fails a test opening a non-loopback connection.
+- ``history``: one private history per test (``history_home``, ``history_db``, ``history_env``).
+- ``servers``: one fake server for every wire format, with per-API reply builders.
+- ``cassettes``: one loader for every recorded-traffic format.
+- ``replay``: recorded provider traffic replayed through a loopback server, per API.
+- ``kernel``: one real-ipykernel helper.
+
+The ``test_*.py`` modules here test these helpers themselves.
 """
