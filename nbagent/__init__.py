@@ -6,7 +6,7 @@ are imported only when used.
 
 from __future__ import annotations
 
-from typing import Any
+import typing
 
 from . import logs
 from .agent import Agent
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 
-def history(**options: Any) -> Any:
+def history(**options: typing.Any) -> typing.Any:
     """Stored conversations as a pandas DataFrame, newest first (see ``nbagent.store.history``).
 
     ``history(all=True)`` lists every one; ``limit=`` caps the rows (20 by default).
@@ -69,7 +69,7 @@ def history(**options: Any) -> Any:
     return _history(**options)
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: typing.Any) -> None:
     """``%load_ext nbagent``: register ``%%agent`` and ``%agent`` (imports IPython lazily)."""
     from .magic import register
 
@@ -80,7 +80,7 @@ def __dir__() -> list[str]:
     return sorted([*globals(), "ChatWidget"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     # ``nbagent.ChatWidget`` imports ipywidgets only when first used.
     if name == "ChatWidget":
         from .widget import ChatWidget

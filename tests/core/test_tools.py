@@ -10,8 +10,8 @@ import time
 import pandas as pd
 
 from nbagent import Agent, tool
-from nbagent.tools.approval import policy_approver
 from nbagent.testing import ScriptedModel, call, raw_call, reply
+from nbagent.tools.approval import policy_approver
 
 from .helpers import assert_history_valid
 
