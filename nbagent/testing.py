@@ -83,7 +83,7 @@ class ScriptedRequest:
 
     @property
     def tool_choice(self) -> str:
-        """ "auto", or "none" for the forced final answer."""
+        """``"auto"``, or ``"none"`` for the forced final answer."""
         return self.request.tool_choice
 
     @property
