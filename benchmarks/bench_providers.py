@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/bench_providers.py [--reps N]``
 
-The server (tests/providers/wire.py, a real HTTP/1.1 server on 127.0.0.1) answers
+The server (tests/support/servers.py, a real HTTP/1.1 server on 127.0.0.1) answers
 every Chat Completions request at once: a tool call ``add(a, b)`` for rounds 1-9
 and a short answer in round 10, as one JSON body or as an SSE stream. Measured in
 the same run, per round (one model request + one tool call):
@@ -33,8 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx  # noqa: E402
 
-from tests.providers.cassettes import RecordedRequest  # noqa: E402
-from tests.providers.wire import Reply, WireServer  # noqa: E402
+from tests.support.servers import RecordedRequest, Reply, WireServer  # noqa: E402
 
 ROUNDS = 10
 PROMPT = "Add 1 and 2, then keep adding 1 until I say stop."

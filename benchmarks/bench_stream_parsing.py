@@ -8,8 +8,9 @@ with trailing-space padding and pings, Ollama NDJSON lines) repeated to about
 ``--mb`` megabytes, then fed in 16 KiB pieces (what httpx hands over). Measured:
 
 * ``parser``: nbagent's SSEParser / NDJSONParser plus ``json.loads`` of every payload;
-* ``session``: the whole ``HttpSession.stream_sse`` / ``stream_ndjson`` path over an
-  in-memory httpx transport (async iteration, error checks included);
+* ``session``: the whole ``HttpSession.post`` path over an in-memory httpx transport,
+  each read fed to a framing decoder that parses and checks every payload (async
+  iteration and error checks included; what an adapter does minus its own decoding);
 * ``adapter`` (OpenAI, Anthropic, Ollama): provider events out of ``provider.stream``;
 * ``baseline``: the naive loop, ``bytes.split`` + stdlib ``json.loads`` of each payload,
   no framing rules (ratio column: baseline time / parser time, > 1 = faster).
@@ -35,7 +36,14 @@ from pydantic_core import from_json  # noqa: E402
 
 from nbagent.messages import Message  # noqa: E402
 from nbagent.providers import ModelRequest  # noqa: E402
-from nbagent.providers._http import HttpSession, NDJSONParser, SSEParser  # noqa: E402
+from nbagent.providers.base import ProviderEvent  # noqa: E402
+from nbagent.providers.http import (  # noqa: E402
+    HttpSession,
+    NDJSONDecoder,
+    NDJSONParser,
+    SSEDecoder,
+    SSEParser,
+)
 from nbagent.providers.ollama import OllamaProvider  # noqa: E402
 from nbagent.providers.openai import OpenAIProvider  # noqa: E402
 
@@ -117,7 +125,7 @@ def pieces(data: bytes) -> list[bytes]:
 
 
 def parse_sse(chunks: list[bytes]) -> int:
-    parser, loads, count = SSEParser(), from_json, 0  # as HttpSession.stream_sse does
+    parser, loads, count = SSEParser(), from_json, 0  # as SSEDecoder does
     for chunk in chunks:
         for event in parser.feed(chunk):
             if event.data[:1] == "{":
@@ -164,16 +172,39 @@ def _client(data: bytes, content_type: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.MockTransport(handler))
 
 
-async def session_sse(data: bytes) -> int:
-    async with _client(data, "text/event-stream") as client:
+class _CountSSE(SSEDecoder):
+    """Framing, JSON and error checks of an SSE decoder; counts payloads instead of decoding."""
+
+    count = 0
+
+    def decode(self, items: list[Any]) -> list[ProviderEvent]:
+        self.count += len(items)
+        return []
+
+
+class _CountNDJSON(NDJSONDecoder):
+    count = 0
+
+    def decode(self, items: list[Any]) -> list[ProviderEvent]:
+        self.count += len(items)
+        return []
+
+
+async def _session(data: bytes, content_type: str, decoder: _CountSSE | _CountNDJSON) -> int:
+    async with _client(data, content_type) as client:
         http = HttpSession("bench", base_url="http://bench", http_client=client)
-        return sum([1 async for _ in http.stream_sse("/x", {})])
+        async for piece in http.post_stream("/x", {}):
+            decoder.feed(piece)
+        decoder.close()
+        return decoder.count
+
+
+async def session_sse(data: bytes) -> int:
+    return await _session(data, "text/event-stream", _CountSSE())
 
 
 async def session_ndjson(data: bytes) -> int:
-    async with _client(data, "application/x-ndjson") as client:
-        http = HttpSession("bench", base_url="http://bench", http_client=client)
-        return sum([1 async for _ in http.stream_ndjson("/x", {})])
+    return await _session(data, "application/x-ndjson", _CountNDJSON())
 
 
 async def adapter(provider_cls: type, data: bytes, content_type: str) -> int:
@@ -185,12 +216,9 @@ async def adapter(provider_cls: type, data: bytes, content_type: str) -> int:
         return sum([1 async for _ in provider.stream(request)])
 
 
-def _anthropic() -> type | None:
-    """The Anthropic adapter (written alongside this one), when present."""
-    try:
-        from nbagent.providers.anthropic import AnthropicProvider
-    except ImportError:
-        return None
+def _anthropic() -> type:
+    from nbagent.providers.anthropic import AnthropicProvider
+
     return AnthropicProvider
 
 
@@ -235,7 +263,7 @@ def main() -> None:
             adapter_time = best_of(
                 lambda d=data: adapter(OpenAIProvider, d, "text/event-stream"), args.repeat
             )
-        elif name == "SSE Anthropic-like" and _anthropic() is not None:
+        elif name == "SSE Anthropic-like":
             adapter_time = best_of(
                 lambda d=data: adapter(_anthropic(), d, "text/event-stream"), args.repeat
             )

@@ -293,7 +293,7 @@ async def test_200_that_is_not_json(wire_server: WireServer) -> None:
 async def test_error_body_is_read_when_streaming(wire_server: WireServer) -> None:
     wire_server.add(Reply(400, {"error": {"message": "bad stream request", "type": "invalid"}}))
     with pytest.raises(ProviderError) as info:
-        async for _ in _session(wire_server).post("/x", {}, stream=True):
+        async for _ in _session(wire_server).post_stream("/x", {}):
             pass
     assert info.value.message == "bad stream request"
 

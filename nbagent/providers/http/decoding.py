@@ -67,7 +67,7 @@ class FramedDecoder:
     def __init__(self, *, stream: bool = True) -> None:
         self.stream = stream
         self.error: ProviderError | None = None
-        self._body = bytearray()
+        self._body: list[bytes] = []  # a non-streamed reply, joined at close
 
     # -- what an adapter implements -------------------------------------------------
 
@@ -90,7 +90,7 @@ class FramedDecoder:
         return ProviderError(self.provider, None, error_type, message)
 
     def _whole_reply(self) -> list[ProviderEvent]:
-        raw = bytes(self._body)
+        raw = b"".join(self._body)  # one piece (the usual case) is not copied
         try:
             payload = from_json(raw)
         except ValueError:
@@ -111,17 +111,18 @@ class SSEDecoder(FramedDecoder):
 
     def __init__(self, *, stream: bool = True) -> None:
         super().__init__(stream=stream)
-        self._parser = SSEParser()
+        self._parser = SSEParser() if stream else None
         # Kept until the first event: the whole body if it turns out to be plain JSON.
         self._head: bytearray | None = bytearray()
 
     def feed(self, chunk: bytes) -> list[ProviderEvent]:
         """The events completed by ``chunk``."""
         if not self.stream:
-            self._body += chunk
+            self._body.append(chunk)
             return []
         if self.error is not None:
             raise self.error
+        assert self._parser is not None
         events = self._parser.feed(chunk)
         if self._head is not None:
             if not events:
@@ -136,6 +137,7 @@ class SSEDecoder(FramedDecoder):
             raise self.error
         if not self.stream:
             return self._whole_reply()
+        assert self._parser is not None
         events = self._parser.close()
         out: list[ProviderEvent] = []
         if self._head is not None and not events:
@@ -195,7 +197,7 @@ class NDJSONDecoder(FramedDecoder):
     def feed(self, chunk: bytes) -> list[ProviderEvent]:
         """The events completed by ``chunk``."""
         if not self.stream:
-            self._body += chunk
+            self._body.append(chunk)
             return []
         if self.error is not None:
             raise self.error

@@ -9,8 +9,9 @@
         secrets=[key],                      # redacted from every error text
         auth_hint="set ANTHROPIC_API_KEY or pass api_key=...",
     )
-    async for piece in session.post("/v1/messages", body, stream=True):
+    async for piece in session.post_stream("/v1/messages", body):
         ...   # the response body, one piece per network read
+    whole = await session.post("/v1/messages", body)        # the whole body (bytes)
     data = await session.post_json("/v1/messages", body)    # one parsed JSON reply
     await session.aclose()
 
@@ -148,17 +149,21 @@ class HttpSession:
 
     # -- requests ----------------------------------------------------------------
 
-    async def post(self, path: str, body: Any, *, stream: bool) -> AsyncGenerator[bytes, None]:
-        """POST ``body`` as JSON; yield the response body.
+    async def post(self, path: str, body: Any) -> bytes:
+        """POST ``body`` as JSON; return the whole response body (retries included).
 
-        Streaming, one piece per network read; otherwise the whole body at once
-        (read before the generator yields, with the same retries). Only a 2xx
-        response gets here: any other raises ProviderError.
+        Only a 2xx response gets here: any other raises ProviderError.
         """
-        response = await self._send(path, body, read_body=not stream)
-        if not stream:
-            yield response.content
-            return
+        response = await self._send(path, body, read_body=True)
+        return response.content
+
+    async def post_stream(self, path: str, body: Any) -> AsyncGenerator[bytes, None]:
+        """POST ``body`` as JSON; yield the response body, one piece per network read.
+
+        Retries happen before the first byte only; a connection dropped or stalled
+        later raises ProviderError.
+        """
+        response = await self._send(path, body, read_body=False)
         try:
             try:
                 async for chunk in response.aiter_bytes():
@@ -220,14 +225,15 @@ class HttpSession:
                     continue
                 raise self._transport_error(exc, attempt) from None
             status = response.status_code
-            logger.debug(
-                "%s: POST %s -> %d in %.3f s (request id %s)",
-                self.provider,
-                self.errors.redact(url),
-                status,
-                time.perf_counter() - started,
-                response.headers.get("x-request-id") or response.headers.get("request-id"),
-            )
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "%s: POST %s -> %d in %.3f s (request id %s)",
+                    self.provider,
+                    self.errors.redact(url),
+                    status,
+                    time.perf_counter() - started,
+                    response.headers.get("x-request-id") or response.headers.get("request-id"),
+                )
             if status < 300:
                 if read_body:
                     try:

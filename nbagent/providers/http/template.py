@@ -166,14 +166,18 @@ class HttpProvider:
         """Events for one request: the body POSTed, the response fed to the decoder."""
         body = self.build_body(request)
         decoder = self.decoder(request)
-        pieces = self.session.post(self.request_path(request), body, stream=request.stream)
+        path = self.request_path(request)
         try:
-            async with aclosing(pieces):
-                async for piece in pieces:
-                    for event in decoder.feed(piece):
-                        yield event
-                    if decoder.error is not None:
-                        raise decoder.error
+            if request.stream:
+                pieces = self.session.post_stream(path, body)
+                async with aclosing(pieces):
+                    async for piece in pieces:
+                        for event in decoder.feed(piece):
+                            yield event
+                        if decoder.error is not None:
+                            raise decoder.error
+            else:
+                decoder.feed(await self.session.post(path, body))
             for event in decoder.close():
                 yield event
         except ProviderError as error:
