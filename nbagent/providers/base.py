@@ -2,7 +2,8 @@
 
 An adapter does two jobs only: encode a :class:`ModelRequest` into its API's
 request, and decode the response (streamed or not) into :data:`ProviderEvent`
-values. HTTP, SSE/NDJSON framing, retries and error mapping live in ``_http.py``.
+values. HTTP, SSE/NDJSON framing, retries and error mapping live in the ``http``
+package, whose ``HttpProvider`` template every HTTP adapter subclasses.
 
 Expanding the compact history (see ``nbagent.messages``) into the wire format is
 the adapter's job: for each assistant message, per round: the optional partial
