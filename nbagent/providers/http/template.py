@@ -6,10 +6,10 @@ An adapter subclasses :class:`HttpProvider` and declares only what differs::
         name = "madeup"                          # the prefix in "madeup:model-x"
         key_variables = ("MADEUP_API_KEY",)      # where the key is read from, in order
         base_url_variable = "MADEUP_BASE_URL"
-        default_base_url = "https://api.madeup.example"
+        default_base_url = "https://api.madeup.invalid"
         key_header, key_prefix = "x-madeup-key", ""   # how the key is sent
         secret_headers = ("x-madeup-key",)       # redacted from recordings
-        path = "/v1/reply"
+        path = "/v2/turn"
 
         def build_body(self, request: ModelRequest) -> dict[str, Any]: ...
         def decoder(self, request: ModelRequest) -> Decoder: ...   # see decoding.py
@@ -144,8 +144,8 @@ class HttpProvider:
         credentials, secret = self._credentials(api_key, env)
         hint = self._auth_hint()
         if not credentials and self.requires_key():
-            note = f" ({self.key_note})" if self.key_note else ""
-            raise ConfigError(f"{self.title or self.name} needs an API key: {hint}{note}.")
+            note = f" ({self.key_note})." if self.key_note else ""
+            raise ConfigError(f"{self.title or self.name} needs an API key: {hint}{note}")
         self.session = HttpSession(
             self.name,
             base_url=self.base_url,
