@@ -1,6 +1,6 @@
 """A scripted model behind the loopback server, in the Chat Completions and Ollama formats.
 
-``ScriptedReplies`` (tests/support/servers.py) is what suites outside tests/providers
+``ScriptedReplies`` (tests/support/scripted.py) is what suites outside tests/providers
 use for "a real HTTP model": these runs show both adapters talk to it, streamed or
 not, compressed or not, with call ids or without.
 """
@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tests.support.agents import http_agent
-from tests.support.servers import Answer, ScriptedReplies, WireServer
+from tests.support.scripted import Answer, ScriptedReplies
+from tests.support.servers import WireServer
 
 
 def weather(city: str) -> str:
