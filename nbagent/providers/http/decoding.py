@@ -55,7 +55,10 @@ class Decoder(Protocol):
 
 
 class FramedDecoder:
-    """What both framings share: the non-streamed reply, the pending error, the hooks.
+    """What both framings share: ``feed``/``close``, the whole reply, the pending error.
+
+    A framing subclass implements ``_frames(chunk)`` (the events completed by the
+    next bytes of a stream) and ``_last_frames()`` (those of what is left at its end).
 
     Args:
         stream: False for a non-streamed reply (one JSON document).
@@ -83,11 +86,39 @@ class FramedDecoder:
         """Events for a whole non-streamed reply (parsed JSON, not an error payload)."""
         raise NotImplementedError
 
-    # -- shared ----------------------------------------------------------------------
+    # -- the decoder's two methods ------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> list[ProviderEvent]:
+        """The events completed by ``chunk`` (the next bytes of the body)."""
+        if not self.stream:
+            self._body.append(chunk)
+            return []
+        if self.error is not None:
+            raise self.error
+        return self._frames(chunk)
+
+    def close(self) -> list[ProviderEvent]:
+        """The last events; the adapter's ``end()`` decides whether the stream was complete."""
+        if self.error is not None:
+            raise self.error
+        if not self.stream:
+            return self._whole_reply()
+        events = self._last_frames()
+        if self.error is not None:
+            raise self.error
+        return events + self.end()
 
     def fail(self, error_type: str, message: str) -> ProviderError:
         """A ProviderError of this decoder's provider (no HTTP status: the body was 200)."""
         return ProviderError(self.provider, None, error_type, message)
+
+    # -- framing ----------------------------------------------------------------------
+
+    def _frames(self, chunk: bytes) -> list[ProviderEvent]:
+        raise NotImplementedError
+
+    def _last_frames(self) -> list[ProviderEvent]:
+        raise NotImplementedError
 
     def _whole_reply(self) -> list[ProviderEvent]:
         raw = b"".join(self._body)  # one piece (the usual case) is not copied
@@ -100,6 +131,17 @@ class FramedDecoder:
             raise payload_error(self.provider, payload)
         return self.reply(payload)
 
+    def _checked(self, payload: Any) -> bool:
+        """False, with :attr:`error` set, when ``payload`` is an error payload."""
+        if type(payload) is dict and payload.get("error"):
+            self.error = payload_error(self.provider, payload)
+            return False
+        return True
+
+
+_NO_PARSER = SSEParser()
+"""Stands in for the parser of a non-streamed reply (never fed)."""
+
 
 class SSEDecoder(FramedDecoder):
     """Server-Sent Events: ``decode`` gets ``(event_name, payload)`` pairs.
@@ -111,18 +153,12 @@ class SSEDecoder(FramedDecoder):
 
     def __init__(self, *, stream: bool = True) -> None:
         super().__init__(stream=stream)
-        self._parser = SSEParser() if stream else None
+        # Not needed for a whole reply (and not free to make: it holds a text decoder).
+        self._parser = SSEParser() if stream else _NO_PARSER
         # Kept until the first event: the whole body if it turns out to be plain JSON.
         self._head: bytearray | None = bytearray()
 
-    def feed(self, chunk: bytes) -> list[ProviderEvent]:
-        """The events completed by ``chunk``."""
-        if not self.stream:
-            self._body.append(chunk)
-            return []
-        if self.error is not None:
-            raise self.error
-        assert self._parser is not None
+    def _frames(self, chunk: bytes) -> list[ProviderEvent]:
         events = self._parser.feed(chunk)
         if self._head is not None:
             if not events:
@@ -131,13 +167,7 @@ class SSEDecoder(FramedDecoder):
             self._head = None
         return self._decode_events(events) if events else []
 
-    def close(self) -> list[ProviderEvent]:
-        """The last events; the adapter's ``end()`` decides whether the stream was complete."""
-        if self.error is not None:
-            raise self.error
-        if not self.stream:
-            return self._whole_reply()
-        assert self._parser is not None
+    def _last_frames(self) -> list[ProviderEvent]:
         events = self._parser.close()
         out: list[ProviderEvent] = []
         if self._head is not None and not events:
@@ -145,11 +175,7 @@ class SSEDecoder(FramedDecoder):
             if whole is not None:
                 out += self.decode([("", whole)])
         self._head = None
-        if events:
-            out += self._decode_events(events)
-            if self.error is not None:
-                raise self.error
-        return out + self.end()
+        return out + self._decode_events(events) if events else out
 
     def _decode_events(self, events: list[SSEEvent]) -> list[ProviderEvent]:
         batch: list[tuple[str, Any]] = []
@@ -164,8 +190,7 @@ class SSEDecoder(FramedDecoder):
                         "malformed_chunk", f"malformed chunk in stream: {data[:200]!r}"
                     )
                     break
-                if type(payload) is dict and payload.get("error"):
-                    self.error = payload_error(self.provider, payload)
+                if not self._checked(payload):
                     break
                 batch.append((event.event, payload))
             else:
@@ -194,26 +219,12 @@ class NDJSONDecoder(FramedDecoder):
         super().__init__(stream=stream)
         self._parser = NDJSONParser()
 
-    def feed(self, chunk: bytes) -> list[ProviderEvent]:
-        """The events completed by ``chunk``."""
-        if not self.stream:
-            self._body.append(chunk)
-            return []
-        if self.error is not None:
-            raise self.error
+    def _frames(self, chunk: bytes) -> list[ProviderEvent]:
         lines = self._parser.lines(chunk)
         return self._decode_lines(lines) if lines else []
 
-    def close(self) -> list[ProviderEvent]:
-        """The last events; the adapter's ``end()`` decides whether the stream was complete."""
-        if self.error is not None:
-            raise self.error
-        if not self.stream:
-            return self._whole_reply()
-        out = self._decode_lines(self._parser.close_lines())
-        if self.error is not None:
-            raise self.error
-        return out + self.end()
+    def _last_frames(self) -> list[ProviderEvent]:
+        return self._decode_lines(self._parser.close_lines())
 
     def _decode_lines(self, lines: list[bytes]) -> list[ProviderEvent]:
         batch: list[Any] = []
@@ -223,8 +234,7 @@ class NDJSONDecoder(FramedDecoder):
             except ValueError as exc:
                 self.error = self.fail("malformed_chunk", f"malformed chunk in stream: {exc}")
                 break
-            if type(value) is dict and value.get("error"):
-                self.error = payload_error(self.provider, value)
+            if not self._checked(value):
                 break
             batch.append(value)
         return self.decode(batch) if batch else []
