@@ -10,7 +10,7 @@ from .errors import ConfigError
 from .events import Event, RunFinished
 from .loop import LoopSettings, Run
 from .messages import Conversation
-from .providers import Provider, get_provider, resolve_model, split_model
+from .providers import Provider, get_provider, makes_http_requests, resolve_model
 from .results import RunResult, set_renderer
 from .tools import Approver, Tool, as_tools
 
@@ -200,7 +200,7 @@ class Agent:
                 "record=/replay= need a model string; for a provider object, pass "
                 "http_client=nbagent.recording.http_client(record=...) to it instead"
             )
-        if split_model(self.model)[0] in ("local", "scripted"):
+        if not makes_http_requests(self.model):
             raise ConfigError(f"record=/replay= cover HTTP APIs; {self.model!r} makes no requests")
         if options.get("replay") is not None and not options.get("replay_fallback"):
             # Replayed answers need no key; the adapter must not refuse to start without one.

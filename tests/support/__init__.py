@@ -5,6 +5,8 @@
 - ``network``: the guard that fails a test opening a non-loopback connection.
 - ``history``: one private history per test (``history_home``, ``history_db``, ``history_env``).
 - ``servers``: one fake server for every wire format, with per-API reply builders.
+- ``scripted``: a deterministic model (``ScriptedReplies``) answering in the Chat Completions
+  or Ollama format.
 - ``cassettes``: one loader for every recorded-traffic format.
 - ``replay``: recorded provider traffic replayed through a loopback server, per API.
 - ``kernel``: one real-ipykernel helper.
