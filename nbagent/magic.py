@@ -4,9 +4,11 @@
 imports IPython at module level; the rest of the package stays usable in plain
 Python. The magic is a thin shell over :class:`nbagent.Agent`: it keeps one
 agent per shell (so consecutive cells continue one conversation), runs it with
-``iterate_in_background`` (the loop runs in nbagent's event-loop thread while
-the cell's thread draws the live display and asks approval questions), and
-leaves the :class:`~nbagent.RunResult` in a user variable.
+the live-run driver (:class:`nbagent.live.LiveRun`: the loop runs in nbagent's
+event-loop thread while the cell's thread draws the live display and asks
+approval questions) through one of two sinks (a display updated in place, or
+progress appended to stdout in terminal IPython), and leaves the
+:class:`~nbagent.RunResult` in a user variable.
 
 To make ``%%agent`` use an agent or provider object of your own (a
 ``ScriptedModel`` in tests, a provider with custom options)::
@@ -26,16 +28,27 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ._render_live import UPDATE_INTERVAL, CellRun
 from .agent import Agent
 from .errors import ConfigError, NbAgentError
+from .live import UPDATE_INTERVAL, CellDisplay, LiveRun, Sink, TerminalPrinter
 from .tools import REGISTRY, Tool
 from .values import prompt_text
 
 if TYPE_CHECKING:
     from .results import RunResult
 
-__all__ = ["UPDATE_INTERVAL", "AgentMagics", "CellRun", "current_agent", "register", "use"]
+__all__ = [
+    "UPDATE_INTERVAL",
+    "AgentMagics",
+    "CellRun",
+    "current_agent",
+    "register",
+    "supports_live_updates",
+    "use",
+]
+
+CellRun = LiveRun
+"""The driver behind ``%%agent`` (its former name; see :mod:`nbagent.live`)."""
 
 
 def register(ipython: Any) -> AgentMagics:
@@ -50,7 +63,7 @@ def register(ipython: Any) -> AgentMagics:
 
 def _magics(shell: Any = None) -> AgentMagics:
     if shell is None:
-        from IPython import get_ipython
+        from IPython.core.getipython import get_ipython
 
         shell = get_ipython()
         if shell is None:
@@ -113,7 +126,7 @@ def interpolate(text: str, namespace: dict[str, Any]) -> str:
 
 
 def _display(bundle: dict[str, str]) -> Any:
-    from IPython.display import display
+    from IPython.core.display_functions import display
 
     return display(bundle, raw=True, display_id=True)
 
@@ -125,7 +138,7 @@ def _unquote(value: str | None) -> str | None:
     return value
 
 
-def _supports_updates(shell: Any) -> bool:
+def supports_live_updates(shell: Any) -> bool:
     """False for terminal IPython, whose plain DisplayPublisher prints every update again."""
     from IPython.core.displaypub import DisplayPublisher
 
@@ -159,7 +172,7 @@ class AgentMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.agent: Agent | None = None
-        self.last_run: CellRun | None = None
+        self.last_run: LiveRun | None = None
 
     @property
     def _ns(self) -> dict[str, Any]:
@@ -169,6 +182,7 @@ class AgentMagics(Magics):
     # -- the agent ---------------------------------------------------------------------
 
     def get_agent(self, model: str | None = None) -> Agent:
+        """The agent ``%%agent`` uses (created on first use), switched to ``model`` if given."""
         if model is not None:
             self.set_model(model)
         if self.agent is None:
@@ -187,11 +201,6 @@ class AgentMagics(Magics):
         if isinstance(spec, Agent):
             self.agent = spec
             return spec
-        old = self.agent
-        if old is not None and (
-            spec == old.model if isinstance(spec, str) else spec is old._provider
-        ):
-            return old  # `-m` repeated in every cell: keep the provider (and a loaded model)
         if isinstance(spec, str):
             from .providers import split_model
 
@@ -205,16 +214,17 @@ class AgentMagics(Magics):
                 f"{type(spec).__name__}."
             )
         try:
-            new = Agent(spec)
-            new.provider  # noqa: B018 - build the adapter now: a missing key is reported here
+            if self.agent is None:
+                agent = Agent(spec)
+                agent.provider  # noqa: B018 - build the adapter now: a missing key shows here
+                self.agent = agent
+            else:
+                # Conversation, tools and settings stay; naming the current model (or
+                # provider object) again keeps its adapter, e.g. a loaded embedded model.
+                self.agent.use_model(spec)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None  # and the current model stays
-        if old is not None:
-            new.conversation = old.conversation
-            new.settings = old.settings
-            new._tools = old._tools
-        self.agent = new
-        return new
+        return self.agent
 
     # -- %%agent -----------------------------------------------------------------------
 
@@ -240,7 +250,8 @@ class AgentMagics(Magics):
         if not prompt:
             raise UsageError("%%agent: write the prompt in the cell body.")
         agent = self.get_agent(args.model)
-        tools = self._tools(args.tools) if args.tools else None
+        if args.tools:
+            overrides["tools"] = self._tools(args.tools)  # this cell only
         if args.new:
             agent.reset()
         if args.system is not None:
@@ -249,11 +260,10 @@ class AgentMagics(Magics):
             agent.provider  # noqa: B018 - builds the adapter now so config errors are short
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-        saved_tools = agent._tools
-        if tools is not None:
-            agent.tools = tools
-        live = _supports_updates(self.shell)
-        run = CellRun(agent, prompt, overrides, display=_display, live=live)
+        sink: Sink = (
+            CellDisplay(_display) if supports_live_updates(self.shell) else TerminalPrinter()
+        )
+        run = LiveRun(agent, prompt, sink, overrides=overrides)
         self.last_run = run
         try:
             result = run.run()
@@ -262,8 +272,6 @@ class AgentMagics(Magics):
         except NbAgentError as exc:
             self._store(args.out, agent.last_result)
             raise UsageError(f"the run failed: {exc}") from None
-        finally:
-            agent._tools = saved_tools
         self._store(args.out, result if result is not None else agent.last_result)
 
     def _store(self, name: str, result: RunResult | None) -> None:
@@ -408,7 +416,7 @@ class AgentMagics(Magics):
             raise UsageError(f"%agent resume: {exc}") from None
         if current is not None:  # keep this notebook's settings and tool choice
             resumed.settings = current.settings
-            resumed._tools = current._tools
+            resumed.tools = current.tool_selection
         self.agent = resumed
         turns = sum(m.role == "user" for m in resumed.conversation.messages)
         print(

@@ -4,11 +4,12 @@ Layout: a status line and New chat on top, the transcript (one HTML widget per
 turn, made of the same round panels as ``%%agent``), approval rows for calls
 that need the user's consent, and a text area with Send and Stop.
 
-Generation runs as an ``asyncio`` task on the kernel's own event loop
-(``agent.stream``), so the kernel keeps handling widget messages while the
-model streams: Stop and Approve/Deny work mid-run. Every button calls the
-public method of the same name; tests and scripts drive the widget through
-those methods.
+Generation runs as an ``asyncio`` task on the kernel's own event loop, driven
+by the same live-run driver as ``%%agent`` (:class:`nbagent.live.LiveRun`): each
+turn is a sink, so the throttle, the approval bridge, Stop and the stop text are
+the cell's. The kernel keeps handling widget messages while the model streams:
+Stop and Approve/Deny work mid-run. Every button calls the public method of the
+same name; tests and scripts drive the widget through those methods.
 
 Enter-to-send: ipywidgets' Textarea has no key events, so a few lines of
 JavaScript (shipped once per page through a hidden Output widget) mark the
@@ -24,18 +25,20 @@ Send button still works.
 from __future__ import annotations
 
 import asyncio
-import json
-import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ._render_live import UPDATE_INTERVAL
-from ._render_values import escape as _e
 from .agent import Agent
-from .events import Event, RoundFinished, RunFinished, RunStarted, Status
-from .results import RunResult
+from .live import UPDATE_INTERVAL, LiveRun, stop_text
 from .messages import ToolCall
+from .render import APPROVAL_LIMIT, Transcript, call_signature, escape
+from .results import RunResult
+
+if TYPE_CHECKING:
+    from .tools import Tool
+
+__all__ = ["SEND_SENTINEL", "ChatWidget"]
 
 SEND_SENTINEL = "\u2063"
 """Invisible separator appended by the front end when the send key is pressed."""
@@ -80,45 +83,71 @@ _STYLE = """
 
 
 class _Turn:
-    """One user message and the agent's reply, rendered by render.Transcript (the same
-    panels as ``%%agent``; it escapes everything the model and the tools produced)."""
+    """One user message and the agent's reply: the live driver's sink for this turn.
 
-    def __init__(self, prompt: str) -> None:
-        from .render import Transcript
+    Its view is made of the same panels as ``%%agent`` (the transcript escapes
+    everything the model and the tools produced). A turn dropped by New chat keeps
+    running to its (cancelled) end but no longer touches the widget.
+    """
 
+    interval = UPDATE_INTERVAL
+
+    def __init__(self, chat: ChatWidget, prompt: str) -> None:
+        self.chat = chat
         self.prompt = prompt
         self.view = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.view.add_class("nbagent-turn-view")
-        self.transcript = Transcript()
+        self.run = LiveRun(chat.agent, prompt, self)
         self.error: str | None = None
+        self._status = ""
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.run.transcript
 
     @property
     def result(self) -> RunResult | None:
-        return self.transcript.result
+        return self.run.result
 
     def html(self) -> str:
         parts = [
             '<div class="nbagent-turn">',
             '<div class="nbagent-user"><div class="nbagent-user-label">You</div>',
-            _e(self.prompt),
+            escape(self.prompt),
             "</div>",
             self.transcript.html(),
         ]
         if self.error:
-            parts.append(f'<div class="nbagent-chat-error">{_e(self.error)}</div>')
+            parts.append(f'<div class="nbagent-chat-error">{escape(self.error)}</div>')
         parts.append("</div>")
         return "".join(parts)
 
-    def apply(self, event: Event) -> None:
-        self.transcript.feed(event)
+    def draw(self) -> None:
+        self.view.value = self.html()
 
+    # -- the sink ----------------------------------------------------------------------
 
-def _short_args(call: ToolCall, limit: int = 120) -> str:
-    if call.raw_arguments is not None:
-        text = call.raw_arguments
-    else:
-        text = json.dumps(call.arguments, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    def start(self, transcript: Transcript) -> None:
+        if self.chat._is_current(self):
+            self.draw()
+
+    def update(self, transcript: Transcript) -> None:
+        if not self.chat._is_current(self):
+            return  # new_chat() dropped this turn: finish quietly
+        # The run's status line; "Waiting for approval" stays while a question is open.
+        if transcript.status and transcript.status != self._status:
+            self._status = transcript.status
+            if not self.chat.pending_approvals:
+                self.chat.status.value = transcript.status
+        self.draw()
+
+    async def ask(self, call: ToolCall, tool: Tool) -> tuple[bool, str]:
+        return await self.chat._ask_user(call)
+
+    def finish(self, transcript: Transcript, *, error: BaseException | None) -> None:
+        if not self.chat._is_current(self):
+            return
+        self.chat._turn_finished(self, error)
 
 
 class ChatWidget(widgets.VBox):
@@ -162,9 +191,6 @@ class ChatWidget(widgets.VBox):
         self.task: asyncio.Task[RunResult | None] | None = None
         self.last_result: RunResult | None = None
         self._pending: dict[str, tuple[ToolCall, asyncio.Future[bool], widgets.Widget]] = {}
-        self._stop_requested = False
-        self._last_flush = 0.0
-        self._flush_handle: asyncio.TimerHandle | None = None
 
         self.status = widgets.Label("Ready", layout=widgets.Layout(flex="1 1 auto"))
         self.status.add_class("nbagent-chat-status")
@@ -259,24 +285,25 @@ class ChatWidget(widgets.VBox):
                 "ChatWidget.submit needs a running event loop (a Jupyter kernel or an "
                 "async function); in a plain script use Agent.run_sync"
             ) from None
-        turn = _Turn(text)
+        turn = _Turn(self, text)
         self.turns.append(turn)
         self.transcript.children = (*self.transcript.children, turn.view)
-        turn.view.value = turn.html()
-        self._stop_requested = False
+        turn.draw()
         self._set_busy(True)
         self.status.value = "Sending…"
         self.task = loop.create_task(self._generate(turn))
         return self.task
 
     def stop(self) -> None:
-        """Stop the reply being generated (the Stop button). The partial reply stays,
-        marked cancelled; the conversation stays valid for the next message."""
+        """Stop the reply being generated (the Stop button).
+
+        The partial reply stays, marked cancelled; the conversation stays valid for the
+        next message.
+        """
         if not self.busy:
             return
-        self._stop_requested = True
         self.status.value = "Stopping…"
-        self.agent.cancel()
+        self.turns[-1].run.cancel()
         # A call waiting for approval is cancelled with the run; drop its buttons now.
         self._clear_approvals()
 
@@ -294,9 +321,6 @@ class ChatWidget(widgets.VBox):
         # touches the widgets: _is_current() is false once the task is detached.
         self.stop()
         self.task = None
-        if self._flush_handle is not None:  # a pending redraw of the dropped turn
-            self._flush_handle.cancel()
-            self._flush_handle = None
         self._clear_approvals()
         self.agent.reset()
         self.turns = []
@@ -309,67 +333,33 @@ class ChatWidget(widgets.VBox):
     # -- generation ----------------------------------------------------------------
 
     async def _generate(self, turn: _Turn) -> RunResult | None:
-        """Consume the agent's events for one turn, updating the widgets as they come."""
-        error: str | None = None
+        """Run one turn through the live driver; a failed run is shown, not raised."""
         try:
-            async for event in self.agent.stream(turn.prompt, approver=self._ask_user):
-                if isinstance(event, RunStarted) and self._stop_requested:
-                    self.agent.cancel()  # Stop was pressed before the run existed
-                turn.apply(event)  # its transcript keeps the RunFinished result
-                if not self._is_current(turn):
-                    continue  # new_chat() dropped this turn: finish quietly
-                if isinstance(event, Status) and not self._pending:
-                    self.status.value = event.text  # "Waiting for approval" stays visible
-                if isinstance(event, (RoundFinished, RunFinished)):
-                    self._flush(turn)  # structural changes show at once
-                else:
-                    self._mark_dirty(turn)
-        except Exception as exc:  # a provider error: show it, keep the widget usable
-            error = f"{type(exc).__name__}: {exc}"
-        finally:
-            if self._is_current(turn):
-                self._clear_approvals()
-                self._set_busy(False)
-        result = turn.result
-        if not self._is_current(turn):
-            return result
-        self.last_result = result
-        if error is not None:
-            turn.error = error
-            self.status.value = "Error"
-        elif result is not None:
-            reason = result.stop_reason
-            self.status.value = (
-                "Ready" if reason == "complete" else f"Stopped: {reason.replace('_', ' ')}"
-            )
-        self._flush(turn)
-        return result
+            return await turn.run.run_async()
+        except Exception:  # a provider error: the turn shows it, the widget stays usable
+            return turn.result
 
     def _is_current(self, turn: _Turn) -> bool:
         """True while ``turn`` is the one being generated (not dropped by new_chat)."""
         return bool(self.turns) and self.turns[-1] is turn and self.task is not None
 
-    def _mark_dirty(self, turn: _Turn) -> None:
-        """Update the transcript at most every UPDATE_INTERVAL, however fast tokens come."""
-        now = time.monotonic()
-        if now - self._last_flush >= UPDATE_INTERVAL:
-            self._flush(turn)
-            return
-        if self._flush_handle is None:
-            delay = UPDATE_INTERVAL - (now - self._last_flush)
-            self._flush_handle = asyncio.get_running_loop().call_later(delay, self._flush, turn)
-
-    def _flush(self, turn: _Turn) -> None:
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
-        self._last_flush = time.monotonic()
-        turn.view.value = turn.html()
+    def _turn_finished(self, turn: _Turn, error: BaseException | None) -> None:
+        """The turn's run ended: free the buttons, say how it ended."""
+        self._clear_approvals()
+        self._set_busy(False)
+        result = turn.result
+        self.last_result = result
+        if error is not None:
+            turn.error = f"{type(error).__name__}: {error}"
+            self.status.value = "Error"
+        elif result is not None:
+            self.status.value = stop_text(result)
+        turn.draw()
 
     # -- approval ------------------------------------------------------------------
 
-    async def _ask_user(self, call: ToolCall, _tool: Any) -> tuple[bool, str]:
-        """The approver passed to the agent: wait for Approve/Deny (buttons or methods)."""
+    async def _ask_user(self, call: ToolCall) -> tuple[bool, str]:
+        """Wait for Approve/Deny (buttons or methods) on ``call``."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         row = self._approval_row(call)
         self._pending[call.id] = (call, future, row)
@@ -384,7 +374,8 @@ class ChatWidget(widgets.VBox):
 
     def _approval_row(self, call: ToolCall) -> widgets.Widget:
         question = widgets.Label(
-            f"Allow {call.name}({_short_args(call)})?", layout=widgets.Layout(flex="1 1 auto")
+            f"Allow {call_signature(call, limit=APPROVAL_LIMIT)}?",
+            layout=widgets.Layout(flex="1 1 auto"),
         )
         approve = widgets.Button(description="Approve", button_style="success")
         approve.add_class("nbagent-chat-approve")
@@ -440,6 +431,6 @@ class ChatWidget(widgets.VBox):
 
 
 def _javascript(code: str) -> Any:
-    from IPython.display import Javascript
+    from IPython.core.display import Javascript
 
     return Javascript(code)

@@ -259,7 +259,7 @@ def test_approve_button_runs_the_tool(lab: Notebook, artifacts: Path) -> None:
     row = lab.chat.locator(".nbagent-chat-approval")
     row.wait_for(timeout=30_000)
     assert row.locator(".widget-label").inner_text() == (
-        'Allow delete_file({"path": "/tmp/report.csv"})?'
+        'Allow delete_file(path="/tmp/report.csv")?'
     )
     lab.wait_status("Waiting for approval: delete_file")
     lab.chat.screenshot(path=str(artifacts / "lab-chat-approval.png"))

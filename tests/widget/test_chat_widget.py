@@ -207,7 +207,7 @@ async def test_approve_lets_the_call_run(wait_until) -> None:
     assert pending.name == "delete_file" and deleted == []
     (row,) = chat.approvals.children
     question, approve_button, deny_button = row.children
-    assert question.value == 'Allow delete_file({"path": "/tmp/<x>.txt"})?'  # a Label: plain text
+    assert question.value == 'Allow delete_file(path="/tmp/<x>.txt")?'  # a Label: plain text
     assert (approve_button.description, deny_button.description) == ("Approve", "Deny")
     assert chat.status.value == "Waiting for approval: delete_file"
 

@@ -9,19 +9,16 @@ module of its type, so rendering a string costs nothing extra.
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 from typing import Any
 
-from .values import frame_shape, is_frame
+from ..values import frame_shape, is_frame
+from .escaping import escape
+
+__all__ = ["render_value_html"]
 
 _MAX_TEXT_CHARS = 20_000
-
-
-def escape(text: Any) -> str:
-    """``text`` as HTML text or attribute value (the one escaping rule of the package)."""
-    return html.escape(str(text), quote=True)
 
 
 def _module(value: Any) -> str:

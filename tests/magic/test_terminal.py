@@ -48,10 +48,10 @@ def term(shell: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """
     from IPython.core.displaypub import DisplayPublisher
 
-    from nbagent.magic import _supports_updates
+    from nbagent.magic import supports_live_updates
 
     shell.display_pub = DisplayPublisher(shell=shell)
-    assert not _supports_updates(shell)
+    assert not supports_live_updates(shell)
 
     def record() -> Recorder:
         out = Recorder()
