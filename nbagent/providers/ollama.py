@@ -18,6 +18,7 @@ from .base import (
     ToolCallReady,
     UsageReport,
 )
+from .chat import chat_messages
 from .http import HttpProvider, NDJSONDecoder
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -226,17 +227,7 @@ def _tool_call(item: dict[str, Any]) -> ToolCall | None:
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as /api/chat messages (see providers/base.py)."""
-    out: list[dict[str, Any]] = []
-    if request.system:
-        out.append({"role": "system", "content": request.system})
-    for message in request.messages:
-        if message.role == "assistant":
-            out += _expand_assistant(message)
-        else:
-            out.append({"role": message.role, "content": message.content})
-    if request.final_instruction:
-        out.append({"role": "user", "content": request.final_instruction})
-    return out
+    return chat_messages(request, _expand_assistant)
 
 
 def _expand_assistant(message: Message) -> list[dict[str, Any]]:

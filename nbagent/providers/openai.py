@@ -22,6 +22,7 @@ from .base import (
     ToolCallReady,
     UsageReport,
 )
+from .chat import chat_messages
 from .http import HttpProvider, SSEDecoder
 
 
@@ -225,19 +226,7 @@ def tool_declaration(name: str, description: str, parameters: dict[str, Any]) ->
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as Chat Completions messages (see providers/base.py)."""
-    out: list[dict[str, Any]] = []
-    if request.system:
-        out.append({"role": "system", "content": request.system})
-    for message in request.messages:
-        if message.role == "user":
-            out.append({"role": "user", "content": message.content})
-        elif message.role == "system":
-            out.append({"role": "system", "content": message.content})
-        else:
-            out += _expand_assistant(message)
-    if request.final_instruction:
-        out.append({"role": "user", "content": request.final_instruction})
-    return out
+    return chat_messages(request, _expand_assistant)
 
 
 def _expand_assistant(message: Message) -> list[dict[str, Any]]:

@@ -48,12 +48,10 @@ LIMIT ?
 
 
 class Store(Database):
-    """The history database (see :class:`~nbagent.store.database.Database` for its file).
+    """The history database: writing runs and reading conversations back.
 
-    Args:
-        path: the SQLite file (created with its folder on first write).
-        busy_timeout: seconds to wait for another kernel's write before giving up.
-        clock: returns the time in seconds since the epoch (tests inject one).
+    It takes the arguments of :class:`~nbagent.store.database.Database`, which
+    owns the file (opening, migrations, corruption, transactions).
     """
 
     # -- writing ---------------------------------------------------------------------

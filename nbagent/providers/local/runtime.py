@@ -105,20 +105,17 @@ def load_model(
         if key in _MODELS:
             return _MODELS[key]
         started = time.perf_counter()
-        llm = llama_cpp.Llama(
-            model_path=key[0],
-            n_ctx=n_ctx,
-            n_threads=threads,
-            n_threads_batch=threads,
-            verbose=False,
-        )
-        router = llama_cpp.Llama(
-            model_path=key[0],
-            n_ctx=ROUTER_CTX,
-            n_threads=threads,
-            n_threads_batch=threads,
-            verbose=False,
-        )
+
+        def context(size: int) -> Any:
+            return llama_cpp.Llama(
+                model_path=key[0],
+                n_ctx=size,
+                n_threads=threads,
+                n_threads_batch=threads,
+                verbose=False,
+            )
+
+        llm, router = context(n_ctx), context(ROUTER_CTX)
         meta = llm.metadata
 
         def token_text(meta_key: str) -> str:

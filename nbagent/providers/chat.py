@@ -1,0 +1,31 @@
+"""The role/content message list that Chat Completions and Ollama's /api/chat share.
+
+Both APIs take the same outline: the system prompt, the user turns as they are,
+each assistant message expanded by the adapter (its rounds' calls and results in
+that API's own form, then the answer), and the forced-final-answer prompt last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..messages import Message
+from .base import ModelRequest
+
+
+def chat_messages(
+    request: ModelRequest, expand_assistant: Callable[[Message], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The compact history as role/content messages (see providers/base.py)."""
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        if message.role == "assistant":
+            out += expand_assistant(message)
+        else:
+            out.append({"role": message.role, "content": message.content})
+    if request.final_instruction:
+        out.append({"role": "user", "content": request.final_instruction})
+    return out
