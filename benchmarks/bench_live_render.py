@@ -4,9 +4,9 @@ A scripted model streams 10,000 tokens (one token = one 4-character chunk, 1 ms
 apart, so the stream lasts about 10 s) spread over 5 tool rounds and a final
 answer. The same run is shown twice in a real IPython shell:
 
-- throttled: the magic's own ``CellRun`` (at most ~10 updates a second);
-- naive: the same ``CellRun`` with the throttle off (one update per event),
-  the baseline.
+- throttled: the magic's own driver and cell sink (``LiveRun`` + ``CellDisplay``,
+  at most ~10 updates a second);
+- naive: the same with the throttle off (one update per event), the baseline.
 
 Reported: updates sent, the smallest gap between updates, and the CPU time
 spent building and publishing updates (``thread_time`` in the cell's thread) as a
@@ -26,26 +26,26 @@ from IPython.core.displaypub import CapturingDisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
 
 from nbagent import Agent, tool
-from nbagent.magic import CellRun
+from nbagent.live import CellDisplay, LiveRun
+from nbagent.render import Transcript
 from nbagent.testing import ScriptedModel, call, reply
 
 ROUNDS = 5
 
 
-class TimedCellRun(CellRun):
-    """CellRun that records the CPU time and moment of each display update."""
+class TimedDisplay(CellDisplay):
+    """The cell sink, recording the CPU time and moment of each display update."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.render_cpu = 0.0
         self.sent: list[float] = []
 
-    def _refresh(self, *, force: bool = False) -> None:
-        before_cpu, before = time.thread_time(), self.updates
-        super()._refresh(force=force)
+    def update(self, transcript: Transcript) -> None:
+        before_cpu = time.thread_time()
+        super().update(transcript)
         self.render_cpu += time.thread_time() - before_cpu
-        if self.updates != before:
-            self.sent.append(time.monotonic())
+        self.sent.append(time.monotonic())
 
 
 def make_agent(tokens: int) -> Agent:
@@ -74,21 +74,20 @@ def measure(tokens: int, *, throttled: bool) -> dict[str, float]:
 
         return show(bundle, raw=True, display_id=True)
 
-    run = TimedCellRun(
-        make_agent(tokens), "go", {}, display=display, interval=0.1 if throttled else 0.0
-    )
+    sink = TimedDisplay(display, interval=0.1 if throttled else 0.0)
+    run = LiveRun(make_agent(tokens), "go", sink)
     started = time.monotonic()
     result = run.run()
     wall = time.monotonic() - started
     assert result is not None and result.stop_reason == "complete"
     assert len(result.rounds) == ROUNDS
-    gaps = [b - a for a, b in zip(run.sent[:-2], run.sent[1:-1], strict=True)]  # final exempt
+    gaps = [b - a for a, b in zip(sink.sent[:-2], sink.sent[1:-1], strict=True)]  # final exempt
     return {
         "wall_s": wall,
         "updates": run.updates,
         "min_gap_ms": min(gaps) * 1000 if gaps else float("nan"),
-        "render_cpu_s": run.render_cpu,
-        "render_share": run.render_cpu / wall,
+        "render_cpu_s": sink.render_cpu,
+        "render_share": sink.render_cpu / wall,
         "html_kb": len(shell.display_pub.outputs[-1]["data"]["text/html"]) / 1024,
     }
 
@@ -98,7 +97,7 @@ def main() -> None:
     naive = measure(tokens, throttled=False)
     throttled = measure(tokens, throttled=True)
     print(f"{tokens:,}-token stream, {ROUNDS} tool rounds, real InteractiveShell display")
-    for name, m in (("naive (update per event)", naive), ("throttled CellRun", throttled)):
+    for name, m in (("naive (update per event)", naive), ("throttled LiveRun", throttled)):
         print(
             f"  {name:26s} wall {m['wall_s']:5.1f} s  updates {m['updates']:6.0f}  "
             f"min gap {m['min_gap_ms']:6.1f} ms  render CPU {m['render_cpu_s']:6.3f} s "

@@ -1,8 +1,11 @@
-"""%%agent in a real ipykernel, driven through jupyter_client and nbclient."""
+"""%%agent in a real ipykernel, driven through jupyter_client and nbclient.
+
+Tests that never interrupt the kernel share one (``kernel``); tests that interrupt
+it get their own (``own_kernel``).
+"""
 
 from __future__ import annotations
 
-import queue
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -11,9 +14,16 @@ from typing import Any
 
 import nbformat
 import pytest
-from html_facts import HtmlFacts, assert_inert
-from jupyter_client import KernelManager
-from nbclient import NotebookClient
+
+from tests.support.html import HtmlFacts, assert_inert
+from tests.support.kernel import (
+    Kernel,
+    displays,
+    kernel_environment,
+    last_html,
+    notebook,
+    run_notebook,
+)
 
 pytestmark = pytest.mark.kernel
 
@@ -60,81 +70,20 @@ fast_stream = ScriptedModel(script, chunk_size=5, delay=0.001)
 '''
 
 
-class Kernel:
-    """A started kernel and a client; ``execute`` returns the reply and the iopub messages."""
-
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.km = KernelManager(kernel_name="python3")
-        self.km.start_kernel(env=env, cwd=str(cwd))
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-
-    def execute(
-        self,
-        code: str,
-        *,
-        timeout: float = 60,
-        allow_stdin: bool = False,
-        on_message: Any = None,
-        stdin_answer: str | None = None,
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
-        messages: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout
-        idle = False
-        while not idle:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no idle status after {timeout} s; got {len(messages)} msgs")
-            if stdin_answer is not None:
-                try:
-                    request = self.kc.get_stdin_msg(timeout=0.01)
-                except queue.Empty:
-                    pass
-                else:
-                    assert request["msg_type"] == "input_request"
-                    messages.append(request)
-                    if stdin_answer == "<interrupt>":
-                        self.km.interrupt_kernel()  # the user interrupts instead of answering
-                    else:
-                        self.kc.input(stdin_answer)
-            try:
-                msg = self.kc.get_iopub_msg(timeout=0.05)
-            except queue.Empty:
-                continue
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            msg["received"] = time.monotonic()
-            messages.append(msg)
-            if on_message is not None:
-                on_message(msg)
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                idle = True
-        while True:  # skip replies to earlier requests (wait_for_ready's kernel_info)
-            reply = self.kc.get_shell_msg(timeout=10)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply, messages
-
-    def close(self) -> None:
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
+@pytest.fixture(scope="module")
+def kernel(shared_kernel: Kernel) -> Kernel:
+    """The shared kernel with the setup cell run (tests using it never interrupt it)."""
+    shared_kernel.run(SETUP)
+    return shared_kernel
 
 
 @pytest.fixture
-def kernel(kernel_env: dict[str, str], tmp_path: Path) -> Iterator[Kernel]:
-    k = Kernel(kernel_env, tmp_path)
-    reply, messages = k.execute(SETUP)
-    assert reply["content"]["status"] == "ok", [m["content"] for m in messages]
+def own_kernel(tmp_path: Path) -> Iterator[Kernel]:
+    """A kernel of this test's own, for tests that interrupt it."""
+    k = Kernel(kernel_environment(tmp_path / "nbagent-home"), tmp_path)
+    k.run(SETUP)
     yield k
     k.close()
-
-
-def displays(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [m for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
-
-
-def last_html(messages: list[dict[str, Any]]) -> str:
-    return str(displays(messages)[-1]["content"]["data"]["text/html"])
 
 
 def test_live_updates_are_throttled_and_target_one_display(kernel: Kernel) -> None:
@@ -154,10 +103,7 @@ def test_live_updates_are_throttled_and_target_one_display(kernel: Kernel) -> No
     assert min(gaps) > 0.09, gaps  # the final update may follow its predecessor closely
     facts = HtmlFacts(last_html(messages))
     assert facts.text.count("word") == 3000
-    reply, messages = kernel.execute("print(len(_agent.output), _agent.stop_reason)")
-    assert [m["content"]["text"] for m in messages if m["msg_type"] == "stream"] == [
-        "15000 complete\n"
-    ]
+    assert kernel.run("print(len(_agent.output), _agent.stop_reason)") == "15000 complete\n"
 
 
 def _interrupt_when(kernel: Kernel, code: str, ready: Any) -> tuple[float, list[dict[str, Any]]]:
@@ -168,7 +114,7 @@ def _interrupt_when(kernel: Kernel, code: str, ready: Any) -> tuple[float, list[
         data = msg["content"].get("data", {})
         if not interrupted_at and "text/html" in data and ready(data["text/html"]):
             interrupted_at.append(time.monotonic())
-            kernel.km.interrupt_kernel()
+            kernel.interrupt()
 
     reply, messages = kernel.execute(code, on_message=watch)
     assert interrupted_at, ("the run ended before the interrupt", [m["content"] for m in messages])
@@ -177,7 +123,8 @@ def _interrupt_when(kernel: Kernel, code: str, ready: Any) -> tuple[float, list[
     return messages[-1]["received"] - interrupted_at[0], messages
 
 
-def test_interrupt_during_stream(kernel: Kernel) -> None:
+def test_interrupt_during_stream(own_kernel: Kernel) -> None:
+    kernel = own_kernel
     took, messages = _interrupt_when(
         kernel, "%%agent -m slow_stream\nlong story", lambda html: "word word" in html
     )
@@ -188,15 +135,15 @@ def test_interrupt_during_stream(kernel: Kernel) -> None:
     # history valid, next cell works and continues the conversation
     reply, messages = kernel.execute("%%agent -m fast\nadd please")
     assert "Result: 5" in HtmlFacts(last_html(messages)).text
-    reply, messages = kernel.execute(
+    out = kernel.run(
         "m = nbagent.magic.current_agent().conversation.messages\n"
         "print([x.role for x in m], m[1].stop_reason, m[3].stop_reason)"
     )
-    out = [x["content"]["text"] for x in messages if x["msg_type"] == "stream"]
-    assert out == ["['user', 'assistant', 'user', 'assistant'] cancelled complete\n"]
+    assert out == "['user', 'assistant', 'user', 'assistant'] cancelled complete\n"
 
 
-def test_interrupt_during_slow_tool(kernel: Kernel) -> None:
+def test_interrupt_during_slow_tool(own_kernel: Kernel) -> None:
+    kernel = own_kernel
     took, messages = _interrupt_when(
         kernel, "%%agent\nslow tool now", lambda html: "running…" in html
     )
@@ -209,35 +156,19 @@ def test_interrupt_during_slow_tool(kernel: Kernel) -> None:
 
 
 def test_approval_prompt_through_stdin(kernel: Kernel) -> None:
-    reply, messages = kernel.execute("%%agent\ndelete the file", allow_stdin=True, stdin_answer="y")
+    reply, messages = kernel.execute(
+        "%%agent -m fast\ndelete the file", allow_stdin=True, stdin_answer="y"
+    )
     prompts = [m["content"]["prompt"] for m in messages if m["msg_type"] == "input_request"]
     assert prompts == ['nbagent: allow delete(path="/tmp/x")? [y/N] ']
     facts = HtmlFacts(last_html(messages))
     assert "approved by user" in facts.text and "Result: deleted /tmp/x" in facts.text
 
 
-def _notebook(*cells: str) -> Any:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    return nb
-
-
-def _run_notebook(nb: Any, env: dict[str, str], cwd: Path) -> Any:
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(env=env, cwd=str(cwd))
-    try:
-        client = NotebookClient(nb, km=km, timeout=120, allow_errors=False)
-        client.execute()
-    finally:
-        km.shutdown_kernel(now=True)
-    return nb
-
-
 def test_whole_notebook_outputs_land_in_their_cells_and_survive_nbconvert(
-    kernel_env: dict[str, str], tmp_path: Path
+    tmp_path: Path,
 ) -> None:
-    nb = _notebook(
+    nb = notebook(
         SETUP,
         "import pandas as pd\n@nbagent.tool\ndef table(n: int):\n"
         "    '''Rows.'''\n"
@@ -254,7 +185,7 @@ def test_whole_notebook_outputs_land_in_their_cells_and_survive_nbconvert(
         "print(_agent.output)",
         "%%agent\ndelete the file",
     )
-    _run_notebook(nb, kernel_env, tmp_path)
+    run_notebook(nb, kernel_environment(tmp_path / "nbagent-home"), tmp_path)
     cells = nb.cells
     table_html = cells[3].outputs[-1]["data"]["text/html"]
     assert len(cells[3].outputs) == 1  # updates replaced the one display in place
@@ -279,15 +210,22 @@ def test_whole_notebook_outputs_land_in_their_cells_and_survive_nbconvert(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
 
 
-def test_headless_approval_policy_allow_list(kernel_env: dict[str, str], tmp_path: Path) -> None:
-    env = dict(kernel_env, NBAGENT_APPROVAL="allow:delete")
-    nb = _run_notebook(_notebook(SETUP, "%%agent\ndelete the file"), env, tmp_path)
-    text = HtmlFacts(nb.cells[1].outputs[0]["data"]["text/html"]).text
+def test_headless_approval_policy_allow_list(kernel: Kernel) -> None:
+    # A run without stdin (as under nbclient or papermill) in a kernel whose environment
+    # allows the call: the policy decides.
+    kernel.run("import os\nos.environ['NBAGENT_APPROVAL'] = 'allow:delete'")
+    try:
+        reply, messages = kernel.execute("%%agent -m fast\ndelete the file")
+    finally:
+        kernel.run("del os.environ['NBAGENT_APPROVAL']")
+    assert reply["content"]["status"] == "ok"
+    text = HtmlFacts(last_html(messages)).text
     assert "approved by policy NBAGENT_APPROVAL=allow:delete (no stdin)" in text
     assert "Result: deleted /tmp/x" in text
 
 
-def test_interrupt_while_asking_for_approval(kernel: Kernel) -> None:
+def test_interrupt_while_asking_for_approval(own_kernel: Kernel) -> None:
+    kernel = own_kernel
     reply, messages = kernel.execute(
         "%%agent\ndelete the file", allow_stdin=True, stdin_answer="<interrupt>"
     )

@@ -9,17 +9,20 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
 import pytest
-from html_facts import HtmlFacts, assert_inert
 from IPython.core.error import UsageError
 
 from nbagent import Conversation, RunResult, tool
 from nbagent.magic import current_agent, use
-from nbagent.render import render_result_html
+from nbagent.render import result_mime_bundle
 from nbagent.testing import ScriptedModel, call, reply
+from tests.support.agents import http_agent
+from tests.support.html import HtmlFacts, assert_inert
+from tests.support.servers import OpenAI, RecordedRequest, Reply, WireServer
 
 
 def outputs(shell: Any) -> list[dict[str, Any]]:
@@ -66,8 +69,7 @@ def test_cell_runs_shows_live_then_final_html_and_sets_agent_var(shell: Any, add
     ids = {o["transient"]["display_id"] for o in outs}
     assert len(ids) == 1
     last = outs[-1]["data"]
-    assert set(last) == {"text/html", "text/markdown", "text/plain"}
-    assert last["text/html"] == render_result_html(result)
+    assert last == result_mime_bundle(result)  # the whole HTML and both twins, exactly
     facts = HtmlFacts(last["text/html"])
     assert "Round 1 · add · ok" in facts.text and "The sum is 5." in facts.text
     assert "The sum is **5**." in last["text/plain"]
@@ -327,7 +329,7 @@ def test_live_updates_are_throttled(shell: Any) -> None:
     assert shell.user_ns["_agent"].output == text
 
 
-# Terminal IPython (no display updates): tests/notebook/test_terminal.py
+# Terminal IPython (no display updates): tests/magic/test_terminal.py
 
 
 def test_line_magic_commands(
@@ -402,19 +404,28 @@ def test_history_all_resume_and_unknown_id(shell: Any, capsys: pytest.CaptureFix
         shell.run_line_magic("agent", "resume c_doesnotexist")
 
 
-def test_record_provider_traffic(shell: Any, tmp_path: Any, openai_server: Any) -> None:
-    from nbagent import Agent
+@pytest.fixture
+def echo_server() -> Iterator[WireServer]:
+    """A loopback OpenAI-compatible server answering "Echo: <last message>"."""
 
-    base_url, bodies = openai_server
+    def echo(request: RecordedRequest) -> Reply:
+        return OpenAI.text_stream("Echo: " + request.json()["messages"][-1]["content"])
+
+    server = WireServer(responder=echo)
+    yield server
+    server.close()
+
+
+def test_record_provider_traffic(shell: Any, tmp_path: Any, echo_server: WireServer) -> None:
     use(ScriptedModel())
     with pytest.raises(UsageError, match="record=/replay= need a model string"):
         shell.run_line_magic("agent", f"record {tmp_path / 'x.jsonl'}")
-    use(Agent("openai:gpt-4o-mini", base_url=base_url, api_key="sk-secret-key-123"))
+    use(http_agent("openai:gpt-4o-mini", echo_server, api_key="sk-secret-key-123"))
     path = tmp_path / "run.jsonl"
     shell.run_line_magic("agent", f"record {path}")
     run(shell, "", "hello over the wire")
     assert shell.user_ns["_agent"].output == "Echo: hello over the wire"
-    assert bodies[-1]["messages"][-1]["content"] == "hello over the wire"
+    assert echo_server.bodies()[-1]["messages"][-1]["content"] == "hello over the wire"
     recorded = path.read_text()
     assert len(recorded.splitlines()) == 1 and "hello over the wire" in recorded
     assert "sk-secret-key-123" not in recorded

@@ -1,4 +1,4 @@
-"""Fixtures for ChatWidget tests driven through its Python methods (no browser)."""
+"""Fixtures for ChatWidget tests: polling the running loop, and the shared kernel."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import time
 from collections.abc import Awaitable, Callable
 
 import pytest
+
+from tests.support.kernel import shared_kernel  # noqa: F401 - a fixture
 
 
 async def _wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:

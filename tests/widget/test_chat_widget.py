@@ -12,6 +12,7 @@ import time
 import pytest
 
 from nbagent import Agent, tool
+from nbagent.render import render_result_html
 from nbagent.testing import ScriptedModel, call, reply
 from nbagent.widget import SEND_SENTINEL, ChatWidget
 
@@ -54,6 +55,12 @@ async def test_submit_shows_round_panels_and_answer() -> None:
     assert chat.status.value == "Ready"
     assert not chat.busy and not chat.send_button.disabled and chat.stop_button.disabled
     assert chat.last_result is result
+    # The whole turn: the user's message, then exactly the static rendering of the run.
+    assert chat.transcript.children[0].value == (
+        '<div class="nbagent-turn"><div class="nbagent-user">'
+        '<div class="nbagent-user-label">You</div>Weather in Paris?</div>'
+        f"{render_result_html(result)}</div>"
+    )
     assert [m.role for m in agent.conversation.messages] == ["user", "assistant"]
     assert model.requests[0].prompt == "Weather in Paris?"
 

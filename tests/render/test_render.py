@@ -8,7 +8,6 @@ import re
 
 import pandas as pd
 import pytest
-from html_facts import HtmlFacts, assert_inert
 
 from nbagent import Agent, RunResult, Tool, ToolCall, ToolResult, ToolRound, Usage
 from nbagent.events import (
@@ -28,6 +27,7 @@ from nbagent.render import (
     render_round_html,
 )
 from nbagent.testing import ScriptedModel, call, reply
+from tests.support.html import HtmlFacts, assert_inert
 
 XSS = [
     "<script>alert('x')</script>",

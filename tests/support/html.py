@@ -1,4 +1,4 @@
-"""An HTML inspector for the notebook-surface tests: what a browser would build, and
+"""An HTML inspector for rendering tests: what a browser would build, and
 the check that a rendering is inert (no script, handler, unsafe URL or comment)."""
 
 from __future__ import annotations
