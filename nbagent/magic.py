@@ -30,25 +30,24 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from .agent import Agent
 from .errors import ConfigError, NbAgentError
-from .live import UPDATE_INTERVAL, CellDisplay, LiveRun, Sink, TerminalPrinter
 from .tools import REGISTRY, Tool
 from .values import prompt_text
 
 if TYPE_CHECKING:
+    from .live import LiveRun, Sink
     from .results import RunResult
 
-__all__ = [
-    "UPDATE_INTERVAL",
-    "AgentMagics",
-    "CellRun",
-    "current_agent",
-    "register",
-    "supports_live_updates",
-    "use",
-]
+__all__ = ["AgentMagics", "current_agent", "register", "supports_live_updates", "use"]
 
-CellRun = LiveRun
-"""The driver behind ``%%agent`` (its former name; see :mod:`nbagent.live`)."""
+
+def __getattr__(name: str) -> Any:
+    # Still importable from here (CellRun is the driver's former name), but the live
+    # driver itself is imported when a cell first runs: ``%load_ext`` stays cheap.
+    if name in ("CellRun", "UPDATE_INTERVAL"):
+        from . import live
+
+        return live.LiveRun if name == "CellRun" else live.UPDATE_INTERVAL
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(ipython: Any) -> AgentMagics:
@@ -260,6 +259,8 @@ class AgentMagics(Magics):
             agent.provider  # noqa: B018 - builds the adapter now so config errors are short
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
+        from .live import CellDisplay, LiveRun, TerminalPrinter
+
         sink: Sink = (
             CellDisplay(_display) if supports_live_updates(self.shell) else TerminalPrinter()
         )
