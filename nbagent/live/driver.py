@@ -163,8 +163,8 @@ class LiveRun:
                     raise item.error
                 yield item
         finally:
-            if not task.done():
-                self.agent.cancel()
+            if not task.done():  # the consumer stopped early: so does the run
+                self._cancel_on_loop()
                 await asyncio.wait([task], timeout=5)
 
     def _take(self, item: Any) -> None:
