@@ -10,6 +10,7 @@
 - ``cassettes``: one loader for every recorded-traffic format.
 - ``replay``: recorded provider traffic replayed through a loopback server, per API.
 - ``kernel``: one real-ipykernel helper.
+- ``html``: an HTML inspector (what a browser builds) and the check that a rendering is inert.
 
 The ``test_*.py`` modules here test these helpers themselves.
 """
