@@ -4,12 +4,11 @@ and a kernel interrupt (the notebook's Stop button) cancelling a run cleanly."""
 from __future__ import annotations
 
 import json
-import os
-import queue
 import time
 
 import pytest
-from jupyter_client import KernelManager
+
+from tests.support.kernel import Kernel, kernel_environment
 
 pytestmark = pytest.mark.kernel
 
@@ -37,58 +36,27 @@ asyncio.get_running_loop()  # the kernel runs an event loop: asyncio.run would f
 '''
 
 
-def execute(kc, code, *, on_stream=None, timeout=60.0):
-    msg_id = kc.execute(code)
-    outputs, error = [], None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            msg = kc.get_iopub_msg(timeout=0.1)
-        except queue.Empty:
-            continue
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream":
-            outputs.append(content["text"])
-            if on_stream is not None:
-                on_stream(content["text"])
-        elif kind == "error":
-            error = content["ename"]
-        elif kind == "status" and content["execution_state"] == "idle":
-            return "".join(outputs), error
-    raise TimeoutError(code)
-
-
 @pytest.fixture
 def kernel(tmp_path):
-    km = KernelManager(kernel_name="python3")
-    env = {**os.environ, "NBAGENT_HOME": str(tmp_path)}
-    km.start_kernel(env=env, cwd=str(tmp_path))
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    out, error = execute(kc, SETUP)
-    assert error is None, out
-    yield km, kc
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
+    started = Kernel(kernel_environment(tmp_path), tmp_path)
+    started.run(SETUP)
+    yield started
+    started.close()
 
 
 def test_run_sync_in_a_kernel_cell_and_interrupt_cancels_cleanly(kernel):
-    km, kc = kernel
-    out, error = execute(kc, 'print(agent.run_sync("short").output)')
-    assert (error, out) == (None, "TOOL STARTED\nanswer to short\n")
+    assert kernel.run('print(agent.run_sync("short").output)') == "TOOL STARTED\nanswer to short\n"
 
     interrupted = []
 
-    def on_stream(text):
+    def on_message(msg):
+        text = msg["content"].get("text", "") if msg["msg_type"] == "stream" else ""
         if "TOOL STARTED" in text and not interrupted:
             interrupted.append(time.monotonic())
-            km.interrupt_kernel()  # what the notebook's Stop button does
+            kernel.interrupt()  # what the notebook's Stop button does
 
-    out, error = execute(kc, 'agent.run_sync("long")', on_stream=on_stream)
-    assert interrupted and error == "KeyboardInterrupt"
+    reply, _ = kernel.execute('agent.run_sync("long")', on_message=on_message)
+    assert interrupted and reply["content"].get("ename") == "KeyboardInterrupt"
     assert time.monotonic() - interrupted[0] < 10  # not the 60 s the tool sleeps
 
     check = (
@@ -97,9 +65,7 @@ def test_run_sync_in_a_kernel_cell_and_interrupt_cancels_cleanly(kernel):
         "print(json.dumps([r.stop_reason, r.output, rounds[0].results[0].error,"
         " agent.run_sync('after').output, len(agent.conversation.messages)]))"
     )
-    out, error = execute(kc, check)
-    assert error is None, out
-    assert json.loads(out) == [
+    assert json.loads(kernel.run(check)) == [
         "cancelled",
         "[run cancelled]",
         "not run: the run was cancelled",
