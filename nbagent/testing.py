@@ -26,14 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .messages import Message, ToolCall, ToolResult, ToolSpec, Usage
-from .providers.base import (
-    Finished,
-    ModelRequest,
-    ProviderEvent,
-    TextChunk,
-    ToolCallReady,
-    UsageReport,
-)
+from .providers import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 
 
 @dataclass

@@ -10,14 +10,7 @@ import json
 from typing import Any
 
 from ..messages import Message, ToolCall, ToolResult, Usage, new_id
-from .base import (
-    Finished,
-    ModelRequest,
-    ProviderEvent,
-    TextChunk,
-    ToolCallReady,
-    UsageReport,
-)
+from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .chat import chat_messages
 from .http import HttpProvider, NDJSONDecoder
 

@@ -14,14 +14,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ProviderError
 from ..messages import Message, ToolCall, ToolResult, Usage, new_id
-from .base import (
-    Finished,
-    ModelRequest,
-    ProviderEvent,
-    TextChunk,
-    ToolCallReady,
-    UsageReport,
-)
+from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .chat import chat_messages
 from .http import HttpProvider, SSEDecoder
 
