@@ -3,6 +3,8 @@
 * ``wire_server``: a fresh :class:`tests.support.servers.WireServer` on 127.0.0.1
   (scripted replies, a responder and/or a replayed cassette), closed after the test.
 * ``cassette_dir``: the root of the copied recordings (``data/cassettes``).
+* ``openai_server``: a deterministic model behind the loopback server
+  (``tests/support/scripted.py``), for record/replay runs.
 
 Everything else lives in ``tests/support`` (test modules never import each other):
 
@@ -34,14 +36,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import history
 from tests.support.cassettes import DATA
+from tests.support.scripted import openai_server  # noqa: F401 (a fixture: the scripted model)
 from tests.support.servers import WireServer
+
+history_home = history.history_home  # the suite's one private-history fixture, and its file
+history_db = history.history_db
 
 
 @pytest.fixture(autouse=True)
-def _history_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _private_history(history_home: Path) -> None:
     """Agents built here keep their history under tmp_path, never the user's file."""
-    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "nbagent-home"))
 
 
 @pytest.fixture

@@ -19,8 +19,7 @@ from nbagent import Agent
 from nbagent.store import INTERRUPTED_NOTE, Store
 from nbagent.testing import ScriptedModel, reply
 from tests.support.history import query
-
-from .conftest import Answer, OpenAIServer, weather_script
+from tests.support.scripted import Answer, ScriptedServer, weather_script
 
 CHILD = textwrap.dedent(
     """
@@ -148,7 +147,7 @@ HTTP_CHILD = textwrap.dedent(
 
 @pytest.mark.parametrize("hanging", [1, 2])
 def test_kill_9_while_a_model_request_waits_keeps_what_came_before(
-    tmp_path: Path, history_db: Path, openai_server: OpenAIServer, hanging: int
+    tmp_path: Path, history_db: Path, openai_server: ScriptedServer, hanging: int
 ) -> None:
     """Killed while request 1 (or 2) waits for the server: the prompt (and round 1) are saved."""
     arrived, release = threading.Event(), threading.Event()

@@ -12,8 +12,7 @@ import pytest
 from nbagent import Agent, tool
 from nbagent.store import Store
 from tests.support.history import query
-
-from .conftest import OpenAIServer
+from tests.support.scripted import ScriptedServer
 
 
 @tool
@@ -32,7 +31,7 @@ def file_bytes(history_db: Path) -> bytes:
 
 
 def test_api_key_appears_nowhere_in_the_database_bytes(
-    history_db: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+    history_db: Path, openai_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     api_key = "nbtest-" + uuid.uuid4().hex + uuid.uuid4().hex  # no well-known key shape
     token = "tok" + uuid.uuid4().hex
@@ -69,7 +68,7 @@ def test_api_key_appears_nowhere_in_the_database_bytes(
     assert query(history_db, "SELECT count(*) FROM tool_results") == [(1,)]
 
 
-def test_recording_redacts_key_headers(tmp_path: Path, openai_server: OpenAIServer) -> None:
+def test_recording_redacts_key_headers(tmp_path: Path, openai_server: ScriptedServer) -> None:
     api_key = "nbtest-" + uuid.uuid4().hex
     recording = tmp_path / "run.jsonl"
     agent = Agent(

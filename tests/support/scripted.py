@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.servers import RecordedRequest, Reply
+import pytest
+
+from tests.support.servers import RecordedRequest, Reply, WireServer
 
 
 @dataclass
@@ -145,3 +147,76 @@ class ScriptedReplies:
             lines.append(self._ollama_line(body, Answer("", answer.calls), done=False))
         lines.append(self._ollama_line(body, Answer(""), done=True))
         return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+# -- a deterministic model behind the suite's loopback server -----------------------------
+
+
+def weather_script(body: dict[str, Any]) -> Answer:
+    """Ask for each offered tool once with the user's city, then answer from the results."""
+    messages = body["messages"]
+    last = messages[-1]
+    if last["role"] == "user" and body.get("tools") and body.get("tool_choice") != "none":
+        city = last["content"].rstrip("?").split()[-1]
+        return Answer("Let me check.", [("weather", {"city": city})])
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    return Answer(f"The weather: {results[-1] if results else 'unknown'}.")
+
+
+class ScriptedServer:
+    """The loopback server answering as a model, with a small attribute API for tests.
+
+    Replies come from :class:`~tests.support.scripted.ScriptedReplies` (Chat Completions
+    as JSON or SSE, Ollama's /api/chat as NDJSON). ``url`` is the ``/v1`` base URL;
+    ``requests`` and ``headers`` are what the client sent, in order.
+    """
+
+    def __init__(self, script: Callable[[dict[str, Any]], Answer] = weather_script) -> None:
+        self.replies = ScriptedReplies(script)
+        self.wire = WireServer(responder=self.replies)
+        self.root = self.wire.url
+        self.url = self.root + "/v1"
+
+    @property
+    def script(self) -> Callable[[dict[str, Any]], Answer]:
+        return self.replies.script
+
+    @script.setter
+    def script(self, script: Callable[[dict[str, Any]], Answer]) -> None:
+        self.replies.script = script
+
+    @property
+    def gzip(self) -> bool:
+        return self.replies.gzip
+
+    @gzip.setter
+    def gzip(self, on: bool) -> None:
+        self.replies.gzip = on
+
+    @property
+    def omit_call_ids(self) -> bool:
+        """True sends calls without ids, as some compatible servers do (the client invents them)."""
+        return not self.replies.call_ids
+
+    @omit_call_ids.setter
+    def omit_call_ids(self, omit: bool) -> None:
+        self.replies.call_ids = not omit
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self.wire.bodies()
+
+    @property
+    def headers(self) -> list[dict[str, str]]:
+        return [{k.lower(): v for k, v in r.headers.items()} for r in self.wire.requests]
+
+    def close(self) -> None:
+        self.wire.close()
+
+
+@pytest.fixture
+def openai_server() -> Iterator[ScriptedServer]:
+    """A loopback Chat Completions (and Ollama) server answering with :func:`weather_script`."""
+    server = ScriptedServer()
+    yield server
+    server.close()

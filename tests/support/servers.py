@@ -201,6 +201,10 @@ class WireServer:
         return [r.json() for r in self.requests]
 
     def close(self) -> None:
+        """Stop serving (closing twice is fine: a test may close before its fixture does)."""
+        if self._loop.is_closed():
+            return
+
         async def stop() -> None:
             assert self._server is not None
             self._server.close()

@@ -13,8 +13,7 @@ from nbagent import Agent, ConfigError, tool
 from nbagent.errors import ReplayMissError
 from nbagent.render import render_result_html
 from nbagent.testing import ScriptedModel
-
-from .conftest import Answer, OpenAIServer
+from tests.support.scripted import Answer, ScriptedServer
 
 NOWHERE = "http://127.0.0.1:9/v1"  # the discard port: nothing answers there
 
@@ -37,7 +36,7 @@ def agent(url: str, **options: object) -> Agent:
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_recorded_run_replays_to_the_same_output(
-    tmp_path: Path, openai_server: OpenAIServer, stream: bool
+    tmp_path: Path, openai_server: ScriptedServer, stream: bool
 ) -> None:
     recording = tmp_path / "run.jsonl"
     live = agent(openai_server.url, record=recording, stream=stream).run_sync(
@@ -66,7 +65,9 @@ def test_recorded_run_replays_to_the_same_output(
     assert normalise_html(render_result_html(replayed)) == normalise_html(render_result_html(live))
 
 
-def test_changed_request_names_the_difference(tmp_path: Path, openai_server: OpenAIServer) -> None:
+def test_changed_request_names_the_difference(
+    tmp_path: Path, openai_server: ScriptedServer
+) -> None:
     recording = tmp_path / "run.jsonl"
     agent(openai_server.url, record=recording).run_sync("What is the weather in Paris?")
     replaying = agent(NOWHERE, replay=recording)
@@ -83,7 +84,7 @@ def test_changed_request_names_the_difference(tmp_path: Path, openai_server: Ope
     assert replaying.last_result.stop_reason == "error"
 
 
-def test_changed_tool_schema_is_named(tmp_path: Path, openai_server: OpenAIServer) -> None:
+def test_changed_tool_schema_is_named(tmp_path: Path, openai_server: ScriptedServer) -> None:
     recording = tmp_path / "run.jsonl"
     agent(openai_server.url, record=recording).run_sync("What is the weather in Paris?")
 
@@ -97,7 +98,7 @@ def test_changed_tool_schema_is_named(tmp_path: Path, openai_server: OpenAIServe
         changed.run_sync("What is the weather in Paris?")
 
 
-def test_fallback_asks_the_live_model(tmp_path: Path, openai_server: OpenAIServer) -> None:
+def test_fallback_asks_the_live_model(tmp_path: Path, openai_server: ScriptedServer) -> None:
     recording = tmp_path / "run.jsonl"
     agent(openai_server.url, record=recording).run_sync("What is the weather in Paris?")
     assert len(openai_server.requests) == 2
@@ -110,7 +111,7 @@ def test_fallback_asks_the_live_model(tmp_path: Path, openai_server: OpenAIServe
 
 
 def test_replay_with_fallback_can_extend_its_own_recording(
-    tmp_path: Path, openai_server: OpenAIServer
+    tmp_path: Path, openai_server: ScriptedServer
 ) -> None:
     recording = tmp_path / "run.jsonl"
     agent(openai_server.url, record=recording).run_sync("What is the weather in Paris?")
@@ -127,7 +128,7 @@ def test_replay_with_fallback_can_extend_its_own_recording(
 
 
 def test_ids_invented_for_calls_do_not_break_replay(
-    tmp_path: Path, openai_server: OpenAIServer
+    tmp_path: Path, openai_server: ScriptedServer
 ) -> None:
     openai_server.omit_call_ids = True  # nbagent makes up a random id per call
     recording = tmp_path / "run.jsonl"
@@ -142,7 +143,7 @@ def test_ids_invented_for_calls_do_not_break_replay(
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_ollama_ndjson_run_replays(
-    tmp_path: Path, openai_server: OpenAIServer, stream: bool
+    tmp_path: Path, openai_server: ScriptedServer, stream: bool
 ) -> None:
     """Another adapter and framing (NDJSON, calls without ids) through the same transports."""
     recording = tmp_path / "ollama.jsonl"
@@ -170,7 +171,7 @@ def test_ollama_ndjson_run_replays(
     assert replayed.usage == live.usage
 
 
-def test_gzip_responses_are_recorded_as_text(tmp_path: Path, openai_server: OpenAIServer) -> None:
+def test_gzip_responses_are_recorded_as_text(tmp_path: Path, openai_server: ScriptedServer) -> None:
     openai_server.gzip = True
     recording = tmp_path / "run.jsonl"
     live = agent(openai_server.url, record=recording).run_sync("What is the weather in Oslo?")
@@ -182,7 +183,7 @@ def test_gzip_responses_are_recorded_as_text(tmp_path: Path, openai_server: Open
 
 
 def test_identical_requests_replay_in_recorded_order(
-    tmp_path: Path, openai_server: OpenAIServer
+    tmp_path: Path, openai_server: ScriptedServer
 ) -> None:
     answers = iter(["first answer", "second answer"])
     openai_server.script = lambda body: Answer(next(answers))
@@ -200,7 +201,9 @@ def test_identical_requests_replay_in_recorded_order(
     assert outputs == ["first answer", "second answer", "second answer"]
 
 
-def test_start_recording_on_an_existing_agent(tmp_path: Path, openai_server: OpenAIServer) -> None:
+def test_start_recording_on_an_existing_agent(
+    tmp_path: Path, openai_server: ScriptedServer
+) -> None:
     recording = tmp_path / "later.jsonl"
     chatty = agent(openai_server.url)
     chatty.run_sync("What is the weather in Paris?")
@@ -258,7 +261,7 @@ def execute_notebook(base_url: str, mode: dict[str, str]) -> list[list[dict[str,
 
 @pytest.mark.kernel
 def test_recorded_notebook_replays_to_the_same_rendered_output(
-    tmp_path: Path, openai_server: OpenAIServer
+    tmp_path: Path, openai_server: ScriptedServer
 ) -> None:
     recording = tmp_path / "notebook.jsonl"
     recorded = execute_notebook(openai_server.url, {"record": str(recording)})
