@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nbagent import REGISTRY
+from tests.support import history
 
 
 @pytest.fixture(autouse=True)
@@ -17,8 +18,9 @@ def clean_registry():
         REGISTRY.add(t)
 
 
+history_home = history.history_home  # the suite's one private-history fixture
+
+
 @pytest.fixture(autouse=True)
-def private_history(tmp_path, monkeypatch):
+def private_history(history_home):
     """Runs write their history to a per-test folder, never the user's database."""
-    monkeypatch.setenv("NBAGENT_HOME", str(tmp_path / "nbagent-home"))
-    monkeypatch.delenv("NBAGENT_HISTORY", raising=False)

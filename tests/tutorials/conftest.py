@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.env import child_environment
+from tests.support.history import history_env
 
 # The providers tutorial's own switch for trying an OpenAI-compatible server.
 TUTORIAL_VARIABLES = ("OPENAI_COMPAT_BASE_URL",)
@@ -19,5 +20,4 @@ def clean_env(tmp_path):
     env = child_environment(drop_prefix="NBAGENT_", NBAGENT_MODEL="local")
     for name in TUTORIAL_VARIABLES:
         env.pop(name, None)
-    env["NBAGENT_HOME"] = str(tmp_path / "home")  # history DB of the run, not the user's
-    return env
+    return history_env(tmp_path / "home", env)  # history DB of the run, not the user's
