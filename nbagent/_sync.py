@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import queue
 import threading
 import time
@@ -18,8 +19,10 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from .errors import NbAgentError
+from .workers import on_async_worker
 
 T = TypeVar("T")
+logger = logging.getLogger("nbagent")
 
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
@@ -29,23 +32,60 @@ DRAIN_TIMEOUT = 10.0
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
-    """The process-wide event loop thread used by the sync API (started on first use)."""
+    """The process-wide event loop thread used by the sync API (started on first use).
+
+    A loop whose thread is gone (it should not happen: see :func:`_serve`) is
+    replaced here, so the next call works.
+    """
     global _loop, _thread
     with _lock:
-        if _loop is None or _loop.is_closed():
+        if _loop is None or _loop.is_closed() or _thread is None or not _thread.is_alive():
             loop = asyncio.new_event_loop()
             thread = threading.Thread(
-                target=loop.run_forever, name="nbagent-event-loop", daemon=True
+                target=_serve, args=(loop,), name="nbagent-event-loop", daemon=True
             )
             thread.start()
             _loop, _thread = loop, thread
         return _loop
 
 
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    """Run ``loop`` for good: a BaseException escaping a callback does not end the thread.
+
+    asyncio lets KeyboardInterrupt and SystemExit out of ``run_forever``; user code
+    never runs on this loop (see nbagent.workers), but if such an exception gets
+    here anyway the loop is simply run again (its pending callbacks kept).
+    """
+    asyncio.set_event_loop(loop)
+    while True:
+        try:
+            loop.run_forever()
+        except BaseException as exc:  # noqa: BLE001 - the thread must outlive it
+            logger.warning(
+                "nbagent's event loop: %s escaped a callback; the loop goes on",
+                type(exc).__name__,
+            )
+            continue
+        return  # stopped on purpose
+
+
+def _loop_thread() -> threading.Thread | None:
+    return _thread
+
+
+def _check_alive(thread: threading.Thread | None) -> None:
+    """Raise a clear error when the loop thread a caller waits on is gone."""
+    if thread is not None and not thread.is_alive():
+        raise NbAgentError(
+            "nbagent's event loop thread stopped while this run was going on; the run was "
+            "abandoned (its history may lack this turn). The next call starts a fresh loop."
+        )
+
+
 def _loop_for_sync_call() -> asyncio.AbstractEventLoop:
     """The background loop, refusing a caller on that loop's own thread (it would deadlock)."""
     loop = background_loop()
-    if threading.current_thread() is _thread:
+    if threading.current_thread() is _thread or on_async_worker():
         raise NbAgentError(
             "a sync nbagent call (run_sync/stream_sync) was made from async code running "
             "on nbagent's own event loop (an async tool?); use `await agent.run(...)` there "
@@ -126,6 +166,7 @@ def iterate_in_background(
     wrap up, so the run's history is valid once ``close()`` returns.
     """
     loop = _loop_for_sync_call()
+    thread = _loop_thread()
     pump = _Pump(make_stream, on_interrupt)
     interrupted = False
     try:
@@ -143,6 +184,7 @@ def iterate_in_background(
                 # A timeout keeps the wait interruptible by Ctrl-C on every platform.
                 kind, payload = pump.items.get(timeout=0.1)
             except queue.Empty:
+                _check_alive(thread)
                 continue
             if kind == "done":
                 break
@@ -166,12 +208,14 @@ def iterate_in_background(
 def run_in_background(coro_factory: Callable[[], Any]) -> Any:
     """Run a coroutine on the background loop and return its result (Ctrl-C cancels it)."""
     loop = _loop_for_sync_call()
+    thread = _loop_thread()
     future = asyncio.run_coroutine_threadsafe(coro_factory(), loop)
     try:
         while True:
             try:
                 return future.result(timeout=0.1)
             except concurrent.futures.TimeoutError:
+                _check_alive(thread)
                 continue
     except KeyboardInterrupt:
         future.cancel()

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .deadline import context_with_deadline
 from .errors import ToolError
 from .events import (
     Event,
@@ -137,7 +138,20 @@ class Run:
             await self._task  # re-raise provider errors / ToolError after history is valid
 
     def cancel(self) -> None:
-        """Stop the run as soon as possible with ``stop_reason="cancelled"``."""
+        """Stop the run as soon as possible with ``stop_reason="cancelled"`` (any thread)."""
+        task = self._task
+        if task is not None and not task.done():
+            loop = task.get_loop()
+            try:
+                here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                here = None
+            if here is not loop:  # another thread: wake the run's loop now, not at its next turn
+                try:
+                    loop.call_soon_threadsafe(self._stop, "cancelled")
+                    return
+                except RuntimeError:  # its loop is closed
+                    pass
         self._stop("cancelled")
 
     def _time_out(self) -> None:
@@ -152,7 +166,9 @@ class Run:
         self.conversation.messages.append(self.message)
         self._emit(RunStarted(self.prompt, self.model_label, self.conversation.id))
         logger.info("run started: model=%s tools=%s", self.model_label, sorted(self.tools))
-        self._task = asyncio.ensure_future(self._produce())
+        # The run's deadline rides in its task's context: retries and tools see what is left.
+        context = context_with_deadline(self.settings.timeout)
+        self._task = context.run(asyncio.ensure_future, self._produce())
         # A task cancelled before its first step never runs _produce's handlers; finishing
         # (idempotent) when it ends guarantees the event stream still closes.
         self._task.add_done_callback(lambda _task: self._finish())

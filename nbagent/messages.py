@@ -121,6 +121,9 @@ class ToolResult:
     value: Any = field(default=None, repr=False, compare=False)
     """The live Python object the tool returned (a DataFrame stays a DataFrame).
     Kept for display and ``RunResult.tool_results``; never serialised."""
+    preview: tuple[str | None, str | None] | None = field(default=None, repr=False, compare=False)
+    """``(type name, JSON preview)`` of ``value``, computed off the event loop when the
+    tool returned (the history stores it; None: compute it from ``value``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """This value as plain JSON-ready data."""

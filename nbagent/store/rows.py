@@ -208,7 +208,9 @@ def insert_round(
             result = tool_round.results[index]
         if result is None:
             continue  # cannot happen for a finished round (history invariant)
-        value_type, preview = preview_value(result.value) if result.ok else (None, None)
+        value_type, preview = (
+            (result.preview or preview_value(result.value)) if result.ok else (None, None)
+        )  # result.preview: computed off the event loop (nbagent/tools/execution.py)
         db.execute(
             """
             INSERT INTO tool_results (tool_call_id, ok, content, error, traceback, approval,

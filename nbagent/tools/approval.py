@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..messages import ToolCall
+from ..workers import in_thread
 
 if TYPE_CHECKING:
     from .tool import Tool
@@ -41,10 +42,42 @@ def policy_approver(env: Mapping[str, str] | None = None) -> Callable[[Any, Any]
 
 
 async def ask(approver: Approver | None, call: ToolCall, tool: Tool) -> tuple[bool, str]:
-    """The decision on ``call`` and who took it (the policy when ``approver`` is None)."""
-    decision = (approver or policy_approver())(call, tool)
+    """The decision on ``call`` and who took it (the policy when ``approver`` is None).
+
+    A sync approver is user code: it runs on a worker thread (never on the event
+    loop), so one that blocks holds up only this call, which the run's deadline and
+    cancellation still end.
+    """
+    if approver is None:
+        decision: Any = policy_approver()(call, tool)
+    elif inspect.iscoroutinefunction(approver):
+        decision = approver(call, tool)
+    else:
+        decision = (await in_thread(_decide, approver, call, tool)[0])[1]
+        if isinstance(decision, ApproverFailed):
+            raise decision
     if inspect.isawaitable(decision):
         decision = await decision
     if isinstance(decision, tuple):
         return bool(decision[0]), str(decision[1])
     return bool(decision), "approver"
+
+
+class ApproverFailed(Exception):
+    """A sync approver raised (any BaseException); the text says what it raised."""
+
+
+def _decide(approver: Approver, call: ToolCall, tool: Tool) -> Any:
+    """Call a sync approver and read its decision (on a worker thread: bool() is user code)."""
+    try:
+        decision = approver(call, tool)
+        if isinstance(decision, tuple):
+            return bool(decision[0]), str(decision[1])
+        if inspect.isawaitable(decision):
+            return decision
+        return bool(decision)
+    except BaseException as exc:
+        try:
+            return ApproverFailed(f"{type(exc).__name__}: {exc}")
+        except BaseException:
+            return ApproverFailed(type(exc).__name__)

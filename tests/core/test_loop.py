@@ -219,7 +219,8 @@ def test_run_timeout_leaves_valid_history_and_next_run_works():
     assert result.output == "[run timed out]"
     results = result.rounds[0].results
     # The fast call's real result is kept; the stuck one got a synthetic result.
-    assert results[0].ok is False and results[0].error == "not run: the run was timed out"
+    assert results[0].ok is False  # it had started: it says so, and for how long
+    assert results[0].error.startswith("the run timed out while running after ")
     assert results[1].ok is True and results[1].content.startswith("DataFrame shape=(500, 3)")
     assert_history_valid(agent.conversation)
 
@@ -243,7 +244,8 @@ def test_timeout_during_streaming_keeps_partial_text():
 
 
 async def test_cancel_mid_tool_leaves_valid_history_and_next_run_works():
-    started = asyncio.Event()
+    # Async tools run on a worker event loop (never the run's): signal across threads.
+    started = threading.Event()
 
     @tool
     async def wait_forever() -> str:
@@ -260,7 +262,7 @@ async def test_cancel_mid_tool_leaves_valid_history_and_next_run_works():
     agent = Agent(ScriptedModel(script), tools=[wait_forever])
 
     async def stop_soon():
-        await started.wait()
+        await asyncio.to_thread(started.wait, 30)
         agent.cancel()
 
     stopper = asyncio.create_task(stop_soon())
@@ -268,7 +270,7 @@ async def test_cancel_mid_tool_leaves_valid_history_and_next_run_works():
     await stopper
     assert result.stop_reason == "cancelled"
     assert result.output == "[run cancelled]"
-    assert result.rounds[0].results[0].error == "not run: the run was cancelled"
+    assert result.rounds[0].results[0].error.startswith("cancelled while running after ")
     assert_history_valid(agent.conversation)
     second = await agent.run("second")
     assert second.output == "second ok"

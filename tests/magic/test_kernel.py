@@ -149,7 +149,7 @@ def test_interrupt_during_slow_tool(own_kernel: Kernel) -> None:
     )
     assert took < 1.0, took
     facts = HtmlFacts(last_html(messages))
-    assert "not run: the run was cancelled" in facts.text and "stopped: cancelled" in facts.text
+    assert "cancelled while running after " in facts.text and "stopped: cancelled" in facts.text
     reply, messages = kernel.execute("%%agent\nadd again")
     assert reply["content"]["status"] == "ok"
     assert "Result: 5" in HtmlFacts(last_html(messages)).text
