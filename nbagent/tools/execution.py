@@ -242,6 +242,8 @@ def _take(outcome: _Outcome, made: Any) -> None:
     """Keep what :func:`_format` made (a placeholder when it did not finish in time)."""
     if made is TIMED_OUT:
         outcome.text = _placeholder(outcome.value)
+        no_preview = json.dumps({"error": "no preview: it could not be formatted in time"})
+        outcome.preview = type(outcome.value).__name__, no_preview
     else:
         outcome.text, outcome.preview = made
 

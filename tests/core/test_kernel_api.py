@@ -66,7 +66,8 @@ def test_run_sync_in_a_kernel_cell_and_interrupt_cancels_cleanly(kernel):
         " agent.run_sync('after').output, len(agent.conversation.messages)]))"
     )
     stop_reason, output, error, after, count = json.loads(kernel.run(check))
-    assert [stop_reason, output, after, count] == ["cancelled", "[run cancelled]", "answer to after", 6]
+    assert [stop_reason, output, after] == ["cancelled", "[run cancelled]", "answer to after"]
+    assert count == 6
     # The tool had started: it says so, for how long, and that it may still finish.
     assert error.startswith("cancelled while running after ")
     assert error.endswith(" ms; a sync function may still finish in the background")
