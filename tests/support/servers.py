@@ -26,7 +26,8 @@ like a deterministic model in the Chat Completions or Ollama format.
 
 Fault injection on a Reply: ``first_byte_delay`` (seconds before the status
 line), ``chunk_delay`` (between body chunks), ``drop_after`` (abort the socket
-after that many body chunks: a connection reset mid-stream), ``chunks`` (the body
+after that many body chunks: a connection reset mid-stream), ``reset`` (abort
+before the status line), ``chunks`` (the body
 pieces, sent with chunked transfer-encoding so the client sees them one by one).
 A request with no reply left (and no responder) gets HTTP 599 ``{"error":
 {"message": "no scripted reply left"}}`` so a test fails loudly instead of hanging.
@@ -116,6 +117,8 @@ class Reply:
     first_byte_delay: float = 0.0
     chunk_delay: float = 0.0
     drop_after: int | None = None
+    reset: bool = False
+    """Abort the connection before the status line (a reset before the first byte)."""
 
     def body_bytes(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -269,6 +272,9 @@ class WireServer:
         """Send one reply; False when the connection was dropped on purpose."""
         if reply.first_byte_delay:
             await asyncio.sleep(reply.first_byte_delay)
+        if reply.reset:
+            writer.transport.abort()
+            return False
         reason = _REASONS.get(reply.status, "Status")
         head = [f"HTTP/1.1 {reply.status} {reason}"]
         headers = {"content-type": "application/json", **reply.headers}

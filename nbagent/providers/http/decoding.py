@@ -34,7 +34,7 @@ from pydantic_core import from_json
 from ...errors import ProviderError
 from ..base import ProviderEvent
 from .errors import payload_error
-from .framing import NDJSONParser, SSEEvent, SSEParser
+from .framing import LineTooLong, NDJSONParser, SSEEvent, SSEParser
 
 __all__ = ["Decoder", "FramedDecoder", "NDJSONDecoder", "SSEDecoder"]
 
@@ -159,7 +159,12 @@ class SSEDecoder(FramedDecoder):
         self._head: bytearray | None = bytearray()
 
     def _frames(self, chunk: bytes) -> list[ProviderEvent]:
-        events = self._parser.feed(chunk)
+        try:
+            events = self._parser.feed(chunk)
+        except LineTooLong as exc:
+            self.error = self.fail("line_too_long", f"stream rejected: {exc}")
+            self._head = None
+            return []
         if self._head is not None:
             if not events:
                 self._head += chunk
@@ -220,7 +225,11 @@ class NDJSONDecoder(FramedDecoder):
         self._parser = NDJSONParser()
 
     def _frames(self, chunk: bytes) -> list[ProviderEvent]:
-        lines = self._parser.lines(chunk)
+        try:
+            lines = self._parser.lines(chunk)
+        except LineTooLong as exc:
+            self.error = self.fail("line_too_long", f"stream rejected: {exc}")
+            return []
         return self._decode_lines(lines) if lines else []
 
     def _last_frames(self) -> list[ProviderEvent]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ...errors import ProviderError
 from ...redaction import Scrubber
+from .retry import finite_seconds
 
 __all__ = ["ErrorReporter", "error_from_body", "payload_error"]
 
@@ -59,10 +60,7 @@ def error_from_body(
 
 def _parse_duration(text: str) -> float | None:
     """Gemini's protobuf Duration ("5s", "0.5s") in seconds."""
-    try:
-        return float(text.strip().rstrip("s"))
-    except ValueError:
-        return None
+    return finite_seconds(text.strip().rstrip("s"))
 
 
 def payload_error(provider: str, payload: Any) -> ProviderError:

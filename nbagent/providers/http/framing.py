@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-__all__ = ["NDJSONParser", "SSEEvent", "SSEParser"]
+__all__ = ["MAX_LINE_BYTES", "LineTooLong", "NDJSONParser", "SSEEvent", "SSEParser"]
 
 
 @dataclass(slots=True)
@@ -24,6 +24,20 @@ class SSEEvent:
     data: str
 
 
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line (NDJSON) or event (SSE) a stream may send: 16 MiB. Past it,
+:class:`LineTooLong` (a stream never needs it; an endless line would pin a core)."""
+
+
+class LineTooLong(ValueError):
+    """A stream line (or SSE event) grew past the parser's limit."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"a stream line grew past {limit:,} bytes ({size:,} so far) without ending"
+        )
+
+
 class SSEParser:
     r"""Incremental Server-Sent Events parser (WHATWG framing).
 
@@ -31,15 +45,21 @@ class SSEParser:
     line (``\n\n``, ``\r\n\r\n`` or ``\r\r``); several ``data:`` lines are joined
     with ``\n``; one space after the colon is dropped; ``:`` comments, ``id:``,
     ``retry:`` and unknown fields are ignored.
+
+    Linear in the bytes fed, however an event is split: only the new text is
+    searched for an event's end, and an unfinished event's pieces are joined once,
+    when it ends. An event longer than ``max_event`` raises :class:`LineTooLong`.
     """
 
-    __slots__ = ("_decoder", "_buffer", "_held_cr")
+    __slots__ = ("_decoder", "_pieces", "_size", "_held_cr", "max_event")
 
-    def __init__(self) -> None:
+    def __init__(self, max_event: int = MAX_LINE_BYTES) -> None:
         # "utf-8-sig" drops a byte-order mark at the start of the stream, as the spec asks.
         self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-        self._buffer = ""
+        self._pieces: list[str] = []  # the unfinished event, as it came
+        self._size = 0
         self._held_cr = False
+        self.max_event = max_event
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """The events that ``chunk`` completes."""
@@ -53,23 +73,45 @@ class SSEParser:
                 text = text[:-1]
                 self._held_cr = True
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        buffer = self._buffer + text if self._buffer else text
-        if "\n\n" not in buffer:
-            self._buffer = buffer
+        if not text:
             return []
+        pieces = self._pieces
+        ends = "\n\n" in text or (
+            text[0] == "\n" and pieces and pieces[-1][-1] == "\n"  # "\n" + "\n" across feeds
+        )
+        if not ends:
+            pieces.append(text)
+            self._size += len(text)
+            if self._size > self.max_event:
+                self._reset()
+                raise LineTooLong(self._size, self.max_event)
+            return []
+        buffer = "".join(pieces) + text if pieces else text
         blocks = buffer.split("\n\n")
-        self._buffer = blocks.pop()
+        rest = blocks.pop()
+        self._pieces = [rest] if rest else []
+        self._size = len(rest)
+        if self._size > self.max_event:
+            self._reset()
+            raise LineTooLong(len(rest), self.max_event)
         events = []
         for block in blocks:
+            if len(block) > self.max_event:
+                self._reset()
+                raise LineTooLong(len(block), self.max_event)
             event = _parse_block(block)
             if event is not None:
                 events.append(event)
         return events
 
+    def _reset(self) -> None:
+        self._pieces = []
+        self._size = 0
+
     def close(self) -> list[SSEEvent]:
         """The event left without its closing blank line, if any (lenient on purpose)."""
-        rest = self._buffer + self._decoder.decode(b"", final=True)
-        self._buffer = ""
+        rest = "".join(self._pieces) + self._decoder.decode(b"", final=True)
+        self._reset()
         self._held_cr = False
         event = _parse_block(rest.replace("\r\n", "\n").replace("\r", "\n").strip("\n"))
         return [event] if event is not None else []
@@ -112,24 +154,43 @@ class NDJSONParser:
     ProviderError naming the provider).
     """
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_pieces", "_size", "max_line")
 
-    def __init__(self) -> None:
-        self._buffer = b""
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self._pieces: list[bytes] = []  # the unfinished line, as it came
+        self._size = 0
+        self.max_line = max_line
 
     def lines(self, chunk: bytes) -> list[bytes]:
-        """The complete, non-blank lines that ``chunk`` finishes (not yet parsed)."""
-        buffer = self._buffer + chunk if self._buffer else chunk
-        if b"\n" not in buffer:
-            self._buffer = buffer
+        """The complete, non-blank lines that ``chunk`` finishes (not yet parsed).
+
+        Linear in the bytes fed: only ``chunk`` is searched for a newline, and an
+        unfinished line's pieces are joined once. A line longer than ``max_line``
+        raises :class:`LineTooLong`.
+        """
+        if b"\n" not in chunk:
+            self._pieces.append(chunk)
+            self._size += len(chunk)
+            if self._size > self.max_line:
+                size, self._pieces, self._size = self._size, [], 0
+                raise LineTooLong(size, self.max_line)
             return []
+        buffer = b"".join(self._pieces) + chunk if self._pieces else chunk
         lines = buffer.split(b"\n")
-        self._buffer = lines.pop()
+        rest = lines.pop()
+        self._pieces = [rest] if rest else []
+        self._size = len(rest)
+        if len(buffer) > self.max_line:
+            longest = max(self._size, *map(len, lines))
+            if longest > self.max_line:
+                self._pieces, self._size = [], 0
+                raise LineTooLong(longest, self.max_line)
         return [line for line in lines if line.strip()]
 
     def close_lines(self) -> list[bytes]:
         """The last line when the stream ended without a newline."""
-        rest, self._buffer = self._buffer, b""
+        rest = b"".join(self._pieces)
+        self._pieces, self._size = [], 0
         return [rest] if rest.strip() else []
 
     def feed(self, chunk: bytes) -> list[Any]:

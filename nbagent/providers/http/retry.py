@@ -6,18 +6,29 @@ failures / timeouts, with exponential backoff and jitter, honouring
 ``x-should-retry``, ``retry-after-ms``, ``retry-after`` and Gemini's
 ``RetryInfo.retryDelay``. A 429 whose error says the quota or credit is
 exhausted is never retried, nor is a server asking to wait longer than
-:data:`MAX_RETRY_WAIT_S`.
+:data:`MAX_RETRY_WAIT_S` (whatever ``x-should-retry`` says), nor one whose wait
+would outlast the run (see :mod:`nbagent.deadline`): those fail at once with the
+provider's own message. Unparsable waits fall back to the normal backoff.
 """
 
 from __future__ import annotations
 
+import datetime
 import email.utils
+import math
 import random
 import re
 import time
 from collections.abc import Mapping
 
-__all__ = ["MAX_RETRY_WAIT_S", "RETRY_STATUSES", "RetryPolicy", "retry_after"]
+__all__ = [
+    "MAX_RETRY_WAIT_S",
+    "RETRY_STATUSES",
+    "RetryPolicy",
+    "finite_seconds",
+    "retry_after",
+    "should_retry_header",
+]
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 MAX_RETRY_WAIT_S = 120.0
@@ -40,25 +51,48 @@ _QUOTA_TEXT = re.compile(
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait, from ``retry-after-ms`` or ``retry-after``."""
+    """Seconds the server asked us to wait, from ``retry-after-ms`` or ``retry-after``.
+
+    ``retry-after`` may be seconds or an HTTP date. A value that is not a finite,
+    non-negative number or a date (``nan``, ``inf``, ``-5``, garbage) counts as
+    absent: the normal backoff applies.
+    """
     value = headers.get("retry-after-ms")
     if value:
-        try:
-            return float(value) / 1000.0
-        except ValueError:
-            pass
+        seconds = finite_seconds(value)
+        if seconds is not None:
+            return seconds / 1000.0
     value = headers.get("retry-after")
     if not value:
         return None
+    seconds = finite_seconds(value)
+    if seconds is not None:
+        return seconds
     try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    if when.tzinfo is None:  # "-0000": a date in UTC
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    try:
+        return max(0.0, when.timestamp() - time.time())
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def finite_seconds(text: str) -> float | None:
+    """``text`` as a finite, non-negative number of seconds, or None."""
+    try:
+        seconds = float(text.strip())
+    except (ValueError, AttributeError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def should_retry_header(headers: Mapping[str, str]) -> bool | None:
+    """``x-should-retry`` as a bool (any case, spaces ignored); None when absent or unclear."""
+    value = (headers.get("x-should-retry") or "").strip().lower()
+    return {"true": True, "false": False}.get(value)
 
 
 def _quota_exhausted(error_type: str | None, message: str, has_delay: bool) -> bool:
@@ -91,12 +125,12 @@ class RetryPolicy:
         delay: float | None,
     ) -> bool:
         """Whether an error response is worth another try (``delay``: what the server asked)."""
-        should = headers.get("x-should-retry")
-        if should in ("true", "false"):
-            return should == "true"
-        if status not in RETRY_STATUSES and status < 500:
-            return False
         if delay is not None and delay > MAX_RETRY_WAIT_S:
+            return False  # even with x-should-retry: true: no wait is longer than the cap
+        should = should_retry_header(headers)
+        if should is not None:
+            return should
+        if status not in RETRY_STATUSES and status < 500:
             return False
         if status == 429 and _quota_exhausted(error_type, message, delay is not None):
             return False

@@ -43,6 +43,7 @@ from typing import Any
 import httpx
 from pydantic_core import from_json
 
+from ...deadline import remaining
 from ...errors import ProviderError
 from .errors import ErrorReporter, error_from_body, payload_error
 from .retry import MAX_RETRY_WAIT_S, RetryPolicy, retry_after
@@ -53,6 +54,12 @@ __all__ = ["DEFAULT_TIMEOUT", "HttpSession", "join_url"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Generous read timeout (reasoning models think long before the first byte)."""
+
+
+def _fits(wait: float) -> bool:
+    """Whether waiting ``wait`` seconds before a retry still leaves the run time to use it."""
+    left = remaining()
+    return left is None or wait < left
 
 
 def join_url(base_url: str, path: str) -> str:
@@ -211,8 +218,8 @@ class HttpSession:
                 request = client.build_request("POST", url, content=content, headers=self._headers)
                 response = await client.send(request, stream=True)
             except httpx.TransportError as exc:
-                if attempt < self.retry.max_retries:
-                    pause = self.retry.pause(attempt)
+                pause = self.retry.pause(attempt)
+                if attempt < self.retry.max_retries and _fits(pause):
                     logger.info(
                         "%s: %s, retry %d in %.2f s",
                         self.provider,
@@ -249,6 +256,14 @@ class HttpSession:
                 pass
             finally:
                 await response.aclose()
+            if 300 <= status < 400:
+                where = self.errors.redact(response.headers.get("location") or "nowhere")
+                raise self.errors.error(
+                    status,
+                    "redirect",
+                    f"the server redirected the request to {where!r}; redirects are not "
+                    "followed (an API does not move: check base_url)",
+                )
             error_type, message, hinted = error_from_body(
                 self.provider, status, response.content, default_message=response.reason_phrase
             )
@@ -258,8 +273,18 @@ class HttpSession:
             retryable = self.retry.should_retry(
                 response.headers, status, error_type, message, delay
             )
+            wait = self.retry.pause(attempt) if delay is None else delay
+            left = remaining()
+            if retryable and attempt < self.retry.max_retries and not _fits(wait):
+                # Waiting would outlast the run: fail now, with the provider's own message.
+                message = (
+                    f"{message} (the server asks to wait {wait:.0f} s; "
+                    f"the run has {left or 0:.0f} s left)"
+                    if delay is not None
+                    else f"{message} (no time left in the run for a retry)"
+                )
+                raise self.errors.error(status, error_type, message, retryable=True)
             if retryable and attempt < self.retry.max_retries:
-                wait = self.retry.pause(attempt) if delay is None else delay
                 logger.info(
                     "%s: HTTP %d, retry %d in %.2f s", self.provider, status, attempt + 1, wait
                 )
