@@ -364,3 +364,70 @@ done(output=result.output, roles=[m.role for m in agent.conversation.messages])
     )
     assert facts["output"] == "resumed fine"
     assert facts["roles"][-2:] == ["user", "assistant"]
+
+
+def test_an_async_tool_that_stops_its_event_loop_changes_nothing(tmp_path):
+    code = """
+@tool
+async def stopper() -> str:
+    \"\"\"Stops the loop it runs on, then returns.\"\"\"
+    asyncio.get_running_loop().stop()
+    await asyncio.sleep(0.01)
+    return "stopped it"
+
+agent = Agent(ScriptedModel(first_call(("stopper", {}))), tools=[stopper], timeout=20)
+first = agent.run_sync("go")
+second = agent.run_sync("again")
+assert_history_valid(agent.conversation)
+done(first=first.output, second=second.output)
+"""
+    facts = run_child(code, tmp_path, deadline=40)
+    assert facts == {"first": "stopped it", "second": "again"}
+
+
+def test_an_exception_whose_message_hangs_is_reported_within_the_bound(tmp_path):
+    code = """
+class Stuck(Exception):
+    def __str__(self):
+        time.sleep(60)
+        return "never"
+
+@tool
+def failing() -> str:
+    \"\"\"Raises an exception whose message takes a minute.\"\"\"
+    raise Stuck()
+
+agent = Agent(ScriptedModel(first_call(("failing", {}))), tools=[failing], timeout=30)
+first = agent.run_sync("go")
+second = agent.run_sync("again")
+assert_history_valid(agent.conversation)
+done(first=first.output, second=second.output)
+"""
+    facts = run_child(code, tmp_path, deadline=45)
+    assert facts["first"] == "Error: Stuck: (its message could not be read in time)"
+    assert facts["second"] == "again"
+
+
+@pytest.mark.parametrize("statement", ["sys.exit(1)", "raise KeyboardInterrupt"])
+def test_a_sync_approver_raising_a_base_exception_denies_the_call(tmp_path, statement):
+    code = f"""
+@tool(requires_approval=True)
+def delete() -> str:
+    \"\"\"Needs approval.\"\"\"
+    return "deleted"
+
+def approver(call, t):
+    {statement}
+
+agent = Agent(ScriptedModel(first_call(("delete", {{}}))), tools=[delete], timeout=20,
+              approver=approver)
+first = agent.run_sync("go")
+approval = first.rounds[0].results[0].approval
+second = agent.run_sync("again")
+assert_history_valid(agent.conversation)
+done(first=first.output, approval=approval, second=second.output)
+"""
+    facts = run_child(code, tmp_path, deadline=40)
+    assert facts["first"].startswith("Error: The user denied this call to delete")
+    assert facts["approval"].startswith("denied by a failing approver (")
+    assert facts["second"] == "again"
