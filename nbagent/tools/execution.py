@@ -157,7 +157,7 @@ def _interrupted(call: ToolCall, outcome: _Outcome) -> ToolResult:
 async def _to_result(call: ToolCall, outcome: _Outcome, limit: int) -> ToolResult:
     """The call's result with its value's text at ``limit`` (made off the loop, bounded)."""
     if outcome.error is None and (outcome.text is None or limit < outcome.limit_used):
-        text = await bounded(to_model_text, outcome.value, limit, seconds=_format_seconds())
+        text = await bounded(_model_text, outcome.value, limit, seconds=_format_seconds())
         outcome.text = _placeholder(outcome.value) if text is TIMED_OUT else text
         outcome.limit_used = limit
     return _text_result(call, outcome, limit)
@@ -194,16 +194,21 @@ def _placeholder(value: Any) -> tuple[str, bool]:
     return f"<{name} object: could not be formatted within {FORMAT_SECONDS:g} s>", True
 
 
-def _format(value: Any, limit: int) -> tuple[tuple[str, bool], tuple[str | None, str | None]]:
-    """Model text and stored preview of a returned value (runs on a worker thread)."""
+def _model_text(value: Any, limit: int) -> tuple[str, bool]:
+    """:func:`to_model_text` that never raises (runs on a worker thread)."""
     try:
-        text = to_model_text(value, limit)
+        return to_model_text(value, limit)
     except BaseException as exc:  # a broken __repr__ (even SystemExit) must not kill the run
         try:
             why = str(exc) if isinstance(exc, Exception) else type(exc).__name__
         except BaseException:
             why = type(exc).__name__
-        text = f"<{type(value).__name__}: unprintable ({why})>", False
+        return f"<{type(value).__name__}: unprintable ({why})>", False
+
+
+def _format(value: Any, limit: int) -> tuple[tuple[str, bool], tuple[str | None, str | None]]:
+    """Model text and stored preview of a returned value (runs on a worker thread)."""
+    text = _model_text(value, limit)
     try:
         preview = preview_value(value)
     except BaseException as exc:

@@ -431,3 +431,33 @@ done(first=first.output, approval=approval, second=second.output)
     assert facts["first"].startswith("Error: The user denied this call to delete")
     assert facts["approval"].startswith("denied by a failing approver (")
     assert facts["second"] == "again"
+
+
+def test_hostile_values_still_format_when_the_round_budget_is_tight(tmp_path):
+    # Five 4,000-character results fill the 16,000-character round budget: the last
+    # value is formatted again, smaller, and its repr raises SystemExit that time.
+    code = """
+class Value:
+    def __init__(self):
+        self.calls = 0
+    def __repr__(self):
+        self.calls += 1
+        if self.calls > 1:
+            raise SystemExit("second repr")
+        return "v" * 5000
+
+@tool
+def big(n: int) -> object:
+    \"\"\"Returns a large value.\"\"\"
+    return Value()
+
+calls = [("big", {"n": n}) for n in range(5)]
+agent = Agent(ScriptedModel(first_call(*calls)), tools=[big], timeout=30)
+first = agent.run_sync("go")
+second = agent.run_sync("again")
+assert_history_valid(agent.conversation)
+done(last=first.rounds[0].results[-1].content, stop=first.stop_reason, second=second.output)
+"""
+    facts = run_child(code, tmp_path, deadline=40)
+    assert facts["stop"] == "complete" and facts["second"] == "again"
+    assert facts["last"] == "<Value: unprintable (SystemExit)>"
