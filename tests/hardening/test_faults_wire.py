@@ -9,6 +9,7 @@ valid, and no fragment of the key is in what the user sees.
 
 from __future__ import annotations
 
+import email.utils
 import json
 import time
 from collections.abc import Callable
@@ -219,10 +220,13 @@ def test_a_retry_wait_over_the_cap_fails_at_once_with_the_providers_message(wire
     [
         {"retry-after": "100"},
         {"retry-after-ms": "100000", "x-should-retry": "true"},
+        {"retry-after": "<a date 100 s from now>"},
     ],
-    ids=["retry-after", "retry-after-ms"],
+    ids=["retry-after", "retry-after-ms", "retry-after HTTP date"],
 )
 def test_a_retry_wait_longer_than_the_run_has_left_fails_at_once(wire, server, headers):
+    if headers.get("retry-after") == "<a date 100 s from now>":
+        headers = {"retry-after": email.utils.formatdate(time.time() + 100, usegmt=True)}
     server.add(wire.error(429, "slow down please", headers=headers))
     agent = make_agent(wire, server, timeout=5)
     text, took, error = outcome(agent)
