@@ -312,6 +312,11 @@ class AsyncCall:
         self._worker = _worker()
         self._task = self._worker.start(make, context, deliver_and_mark)
 
+    def cancel(self) -> None:
+        """Ask the coroutine to stop (it does at its next await, if its loop is free)."""
+        if not self.finished.is_set():
+            self._worker.cancel(self._task)
+
     def abandon(self) -> None:
         """Cancel the coroutine and retire its loop (later calls get a fresh one)."""
         if self.finished.is_set():

@@ -31,7 +31,7 @@ class _Outcome:
 
     __slots__ = (
         "value", "error", "tb", "approval", "duration", "started", "text", "preview",
-        "abandoned", "sync", "limit_used",
+        "sync", "limit_used",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -45,7 +45,6 @@ class _Outcome:
         self.text: tuple[str, bool] | None = None
         """The value's model text at the per-call limit, made off the loop."""
         self.preview: tuple[str | None, str | None] | None = None
-        self.abandoned: str | None = None
         self.sync = True
         self.limit_used = 0
         """The limit ``text`` was made for."""
@@ -327,11 +326,11 @@ async def _run_async(
         if not call.future.done():
             done, _ = await asyncio.wait({call.future}, timeout=timeout)
             if not done:
-                call.abandon()
+                call.cancel()
                 await asyncio.sleep(_GRACE_SECONDS)  # a cooperative coroutine ends at once
                 outcome.error = f"{t.name} timed out after {timeout:g} s"
                 if not call.finished.is_set():
-                    outcome.abandoned = outcome.error
+                    call.abandon()  # its loop is blocked: later calls get a fresh one
                     outcome.error += (
                         " and was abandoned: it blocked its event loop (an async tool must"
                         " not call blocking code such as time.sleep); it may still finish"
