@@ -278,3 +278,34 @@ def test_a_redirect_is_not_followed(wire, server, status):
     finally:
         elsewhere.close()
     then_next_run_works(agent, server, wire)
+
+
+def _retry_info(delay: str) -> list[dict[str, str]]:
+    return [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]
+
+
+@pytest.mark.parametrize("delay", ["nans", "infs", "-3s", "soon"])
+def test_an_unparsable_gemini_retry_delay_falls_back_to_the_normal_backoff(server, delay):
+    wire = WIRES["gemini"]
+    server.add(
+        Gemini.error(429, "RESOURCE_EXHAUSTED", "slow down please", _retry_info(delay)),
+        wire.answer("after the retry"),
+    )
+    agent = make_agent(wire, server, timeout=10)
+    text, took, error = outcome(agent)
+    assert error is None and text == "after the retry", text
+    assert took < 8 and server.count == 2
+    then_next_run_works(agent, server, wire)
+
+
+@pytest.mark.parametrize("delay", ["86400s", "100s"])
+def test_a_gemini_retry_delay_over_the_cap_or_the_time_left_fails_at_once(server, delay):
+    wire = WIRES["gemini"]
+    server.add(Gemini.error(429, "RESOURCE_EXHAUSTED", "slow down please", _retry_info(delay)))
+    agent = make_agent(wire, server, timeout=5)
+    text, took, error = outcome(agent)
+    assert isinstance(error, ProviderError) and error.status == 429
+    assert "slow down please" in text and f"asks to wait {delay[:-1]} s" in text
+    assert took < 4 and server.count == 1
+    agent.settings.timeout = 20
+    then_next_run_works(agent, server, wire)
