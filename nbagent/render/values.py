@@ -13,6 +13,7 @@ import io
 import json
 from typing import Any
 
+from ..bounded import dumps, safe_repr
 from ..values import frame_shape, is_frame
 from .escaping import escape
 
@@ -37,8 +38,8 @@ def _json_or_text(text: str) -> str:
     stripped = text.strip()
     if stripped[:1] in "[{":
         try:
-            return _pre(json.dumps(json.loads(stripped), indent=2, ensure_ascii=False))
-        except ValueError:
+            return _pre(dumps(json.loads(stripped), indent=2))
+        except (ValueError, RecursionError):  # not JSON, or JSON nested too deep to parse
             pass
     return _pre(text)
 
@@ -101,9 +102,7 @@ def render_value_html(value: Any, content: str = "", *, max_rows: int = 10) -> s
     if png is not None:
         return _png_html(png, f"{type(value).__name__} returned by the tool")
     if isinstance(value, (dict, list, tuple, int, float, bool)):
-        try:
-            return _pre(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-        except (TypeError, ValueError):
-            pass
+        # Bounded: depth, cycles and sizes limited (nbagent.bounded), never raises.
+        return _pre(dumps(value, indent=2))
     # Other objects: their _repr_html_ could carry script, so show text only.
-    return _json_or_text(content) if content else _pre(repr(value))
+    return _json_or_text(content) if content else _pre(safe_repr(value, _MAX_TEXT_CHARS))
