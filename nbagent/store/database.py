@@ -60,10 +60,20 @@ class Database:
         """Bumped when a corrupt file is replaced, so writers rewrite what they had saved."""
         self._db: sqlite3.Connection | None = None
         self._disabled: str | None = None
+        self._claims: dict[tuple[str, int], set[int]] = {}
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"
+
+    def claims(self, conversation_id: str, owner: object) -> set[int]:
+        """The message rows ``owner`` (a Conversation object) was loaded from or wrote.
+
+        Rows of its conversation outside this set were written by someone else (a
+        second kernel continuing the same conversation): a writer never replaces them.
+        """
+        with self._lock:
+            return self._claims.setdefault((conversation_id, id(owner)), set())
 
     @property
     def is_open(self) -> bool:
@@ -252,6 +262,7 @@ class Database:
             self._disable(f"the file is unreadable ({error}) and cannot be moved ({move_error})")
             return
         self.generation += 1
+        self._claims.clear()  # a new file: nothing in it belongs to anyone yet
         _warn(
             f"nbagent history file {self.path} was unreadable ({error}); "
             f"moved it to {target.name} and started a new one"
