@@ -143,8 +143,10 @@ class RunWriter:
         """Write what the file lacks; returns (the answer's row, rounds now saved)."""
         now = self.store.clock()
         message_row, written = self._message_row, self._rounds_written
+        starting = message_row is None
         if message_row is not None and not row_exists(db, message_row, self.conversation.id):
             message_row = None  # another writer replaced this run's rows: keep ours apart
+            starting = True
             self._fork()
         if message_row is None:
             position = _index_of(self.conversation.messages, message)
@@ -163,7 +165,8 @@ class RunWriter:
             update_answer(
                 db, self._scrub, self.conversation.id, message_row, message, finished, now
             )
-        self._written_rows = message_rows(db, self.conversation.id)
+        if starting:  # the only write that adds message rows
+            self._written_rows = message_rows(db, self.conversation.id)
         return message_row, max(written, upto)
 
     def _fork(self) -> None:
