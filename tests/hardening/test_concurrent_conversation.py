@@ -10,6 +10,7 @@ Agents resuming one conversation, turns interleaved).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -18,7 +19,10 @@ import time
 import warnings
 from pathlib import Path
 
+import pytest
+
 from nbagent import Agent
+from nbagent.errors import ConfigError
 from nbagent.store import HistoryWarning
 from nbagent.testing import ScriptedModel
 from tests.support import history
@@ -132,3 +136,31 @@ def test_two_agents_in_one_process_resuming_one_conversation_lose_no_turn(histor
     assert_well_formed(history_db)
     assert [w for w in caught if issubclass(w.category, HistoryWarning)], "no fork warning"
     assert one.conversation.id != two.conversation.id
+
+
+async def test_the_chat_widget_and_a_cell_on_one_agent_take_turns(history_db):
+    """A second prompt while the widget answers gets a clear error, not a mixed-up turn."""
+    pytest.importorskip("ipywidgets")
+    from nbagent.widget import ChatWidget
+
+    agent = Agent(ScriptedModel(chunk_size=2, delay=0.01))
+    chat = ChatWidget(agent)
+    widget_prompt = "from the widget " + "w " * 30
+    task = chat.submit(widget_prompt)
+    assert task is not None
+    await asyncio.sleep(0.05)  # the widget's reply is streaming now
+    with pytest.raises(ConfigError, match="already running"):
+        await asyncio.to_thread(agent.run_sync, "from a cell")
+    result = await task
+    assert result is not None and result.output == "You said: " + widget_prompt.strip()
+    after = await asyncio.to_thread(agent.run_sync, "from a cell")
+    assert after.output == "You said: from a cell"
+    pairs = [(m.role, m.content) for m in agent.conversation.messages]
+    assert pairs == [
+        ("user", widget_prompt.strip()),
+        ("assistant", "You said: " + widget_prompt.strip()),
+        ("user", "from a cell"),
+        ("assistant", "You said: from a cell"),
+    ]
+    stored = query(history_db, "SELECT role, content FROM messages ORDER BY position")
+    assert [tuple(r) for r in stored] == pairs
