@@ -143,3 +143,23 @@ def shell() -> Any:
     sh.run_line_magic("load_ext", "nbagent")
     yield sh
     InteractiveShell.clear_instance()
+
+
+def test_a_provider_error_message_never_carries_escapes_to_the_terminal():
+    from nbagent.errors import ProviderError
+    from tests.support.agents import http_agent
+    from tests.support.servers import Reply, WireServer
+
+    server = WireServer()
+    try:
+        hostile = f"quota exceeded {ANSI} {BIDI} see \x1b]8;;http://evil/\x07link\x1b]8;;\x07"
+        server.add(Reply(429, {"error": {"message": hostile, "type": "rate\x1b[2J"}}))
+        agent = http_agent("openai:gpt-test", server, max_retries=0, store=None)
+        with pytest.raises(ProviderError) as caught:
+            agent.run_sync("hi")
+    finally:
+        server.close()
+    text = str(caught.value)
+    assert "quota exceeded" in text
+    bad = sorted({hex(ord(c)) for c in text if c in BIDI or c in CONTROLS or c == "\x1b"})
+    assert not bad, text
