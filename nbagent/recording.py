@@ -41,7 +41,7 @@ import httpx
 
 from .errors import ConfigError, ReplayMissError
 from .providers import invented_id_patterns, secret_headers
-from .redaction import REDACTED, scrub  # one redaction for history, logs and recordings
+from .redaction import REDACTED, scrub, scrub_stream  # one redaction for every output
 
 __all__ = [
     "RecordingTransport",
@@ -300,6 +300,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         headers = _redact_headers(response.headers)
         if encoding != "raw":
             headers = {k: v for k, v in headers.items() if k.lower() not in _BODY_HEADERS}
+        if isinstance(body, str):
+            body = scrub_stream(body)  # a key streamed a few characters per event
         entry["response"] = {
             "status": response.status_code,
             "headers": headers,

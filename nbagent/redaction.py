@@ -176,6 +176,82 @@ def scrub(text: str) -> str:
     return process_scrubber().text(text)
 
 
+def scrub_stream(body: str, scrubber: Scrubber | None = None) -> str:
+    """An SSE or NDJSON body whose events' string values, read in order, spell no secret.
+
+    A server streams an answer a few characters per event, so a key it echoes is in
+    no single event. The values found at the same place in every JSON event (e.g.
+    ``choices[0].delta.content``) are joined in order and searched (whole secrets and
+    fragments of 10+ characters); the events holding a match are rewritten with their
+    part of it replaced by ``[redacted]``. A body without a match comes back
+    unchanged, byte for byte.
+    """
+    scrubber = scrubber or process_scrubber()
+    secrets = [s for s in scrubber.secrets if len(s) >= MIN_FRAGMENT]
+    if not secrets or ("data:" not in body and "\n{" not in body):
+        return body
+    lines = body.split("\n")
+    events: dict[int, tuple[str, Any]] = {}
+    fields: dict[tuple[Any, ...], list[tuple[int, Any, Any, str]]] = {}
+    for index, line in enumerate(lines):
+        prefix = "data: " if line.startswith("data: ") else "data:" * line.startswith("data:")
+        payload = line[len(prefix) :]
+        if not payload.lstrip().startswith(("{", "[")):
+            continue
+        try:
+            data = json.loads(payload)
+        except (ValueError, RecursionError):
+            continue
+        events[index] = (prefix, data)
+        for path, container, key, text in _string_leaves(data):
+            fields.setdefault(path, []).append((index, container, key, text))
+    changed: set[int] = set()
+    for leaves in fields.values():
+        changed |= _redact_field(leaves, secrets)
+    for index in changed:
+        prefix, data = events[index]
+        lines[index] = prefix + json.dumps(data, ensure_ascii=False)
+    return "\n".join(lines)
+
+
+def _redact_field(leaves: list[tuple[int, Any, Any, str]], secrets: list[str]) -> set[int]:
+    """Redact secrets spelled across one field's values; the events changed."""
+    joined = "".join(leaf[3] for leaf in leaves)
+    spans = [span for secret in secrets for span in _fragment_spans(joined, secret)]
+    if not spans:
+        return set()
+    hit = bytearray(len(joined))
+    for start, end in spans:
+        hit[start:end] = b"\x01" * (end - start)
+    at, changed = 0, set()
+    for index, container, key, text in leaves:
+        marks = hit[at : at + len(text)]
+        continues = at > 0 and len(marks) > 0 and marks[0] == 1 and hit[at - 1] == 1
+        at += len(text)
+        if any(marks):
+            kept = "".join(ch if not m else "\0" for ch, m in zip(text, marks, strict=True))
+            if continues:  # the marker went into an earlier event: one marker per secret
+                kept = kept.lstrip("\0")
+            container[key] = re.sub("\0+", REDACTED, kept)
+            changed.add(index)
+    return changed
+
+
+def _string_leaves(data: Any) -> list[tuple[tuple[Any, ...], Any, Any, str]]:
+    """(path, container, key, text) for every string value in ``data``."""
+    found: list[tuple[tuple[Any, ...], Any, Any, str]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
+    while stack:
+        path, node = stack.pop()
+        items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        for key, value in items:
+            if isinstance(value, str):
+                found.append(((*path, key), node, key, value))
+            elif isinstance(value, (dict, list)):
+                stack.append(((*path, key), value))
+    return found
+
+
 def scrub_known(text: str) -> str:
     """``text`` with every secret the process knows (and their fragments) replaced.
 

@@ -28,7 +28,7 @@ from tests.support.agents import http_agent
 from tests.support.env import child_environment
 from tests.support.history import history_env
 from tests.support.scripted import Answer, ScriptedReplies
-from tests.support.servers import Anthropic, Gemini, Reply, WireServer
+from tests.support.servers import Anthropic, Gemini, Ollama, OpenAI, Reply, WireServer
 
 history_home = history.history_home  # the suite's one private-history fixture
 
@@ -172,8 +172,6 @@ def test_a_key_in_a_gemini_url_query_is_not_recorded(tmp_path, history_home):
 
 def replies_for(model: str, answer: str) -> list[Reply]:
     if model.startswith("openai"):
-        from tests.support.servers import OpenAI
-
         return [OpenAI.text_stream(answer, piece=len(answer))]
     if model.startswith("anthropic"):
         return [Anthropic.stream(answer)]
@@ -238,3 +236,60 @@ def test_debug_log_lines_are_redacted_and_terminal_safe(tmp_path):
     assert "nbagent" in log and "echo" in log, log[-2000:]
     assert_no_fragment("the debug log", done.stderr)
     assert "\x1b" not in log and "\x07" not in log and "\u202e" not in log
+
+
+def streamed_text(raw: str) -> str:
+    """Every string value of every JSON event in a recording's response bodies, joined."""
+    pieces: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            pieces.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for line in raw.splitlines():
+        body = json.loads(line)["response"]["body"]
+        for event in str(body).split("\n"):
+            payload = event.removeprefix("data:").strip()
+            if payload.startswith("{"):
+                walk(json.loads(payload))
+    return "".join(pieces)
+
+
+@pytest.mark.parametrize(
+    ("model", "reply"),
+    [
+        ("openai:gpt-test", lambda text: OpenAI.text_stream(text, piece=3)),
+        ("ollama:llama-test", lambda text: Reply.ndjson(ollama_pieces(text))),
+    ],
+)
+def test_a_key_streamed_a_few_characters_per_event_is_not_recorded(
+    tmp_path, history_home, model, reply
+):
+    cassette = tmp_path / "run.jsonl"
+    answer = f"Your key is {KEY}, keep it safe."
+    with served() as server:
+        server.add(reply(answer))
+        agent = http_agent(model, server, api_key=KEY, record=cassette)
+        first = agent.run_sync("what is my key?")
+    assert first.output == answer  # the live answer is the user's own business
+    raw = cassette.read_text(encoding="utf-8")
+    assert_no_fragment("the recording", raw)
+    assert_no_fragment("the recording's streamed text", streamed_text(raw))
+    replayed = Agent(model, replay=cassette, env={}).run_sync("what is my key?")
+    assert replayed.output == "Your key is [redacted], keep it safe."
+
+
+def ollama_pieces(text: str) -> list[dict[str, Any]]:
+    chunks: list[dict[str, Any]] = [
+        {"model": "llama-test", "message": {"role": "assistant", "content": text[i : i + 3]},
+         "done": False}
+        for i in range(0, len(text), 3)
+    ]  # fmt: skip
+    chunks.append(Ollama.done())
+    return chunks
