@@ -296,4 +296,7 @@ class RedactingFilter(logging.Filter):
             message = f"{record.msg!r} {record.args!r}"
         record.msg = self._clean(scrub(message))
         record.args = None
+        if record.exc_info and not record.exc_text:
+            # The handler's formatter uses exc_text as it is: redact the traceback too.
+            record.exc_text = scrub(logging.Formatter().formatException(record.exc_info))
         return True

@@ -293,3 +293,20 @@ def ollama_pieces(text: str) -> list[dict[str, Any]]:
     ]  # fmt: skip
     chunks.append(Ollama.done())
     return chunks
+
+
+def test_a_logged_traceback_is_redacted_too(caplog):
+    import logging
+
+    from nbagent.redaction import Scrubber
+
+    Scrubber([KEY])  # the process now knows the key, as an agent's provider makes it
+    logger = logging.getLogger("nbagent")
+    try:
+        raise ValueError(f"server said: invalid key {KEY}")
+    except ValueError:
+        with caplog.at_level(logging.ERROR, logger="nbagent"):
+            logger.exception("write failed for %s", KEY)
+    handler_text = caplog.handler.format(caplog.records[-1])
+    assert "invalid key" in handler_text
+    assert_no_fragment("a logged traceback", handler_text)
