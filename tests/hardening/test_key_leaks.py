@@ -310,3 +310,22 @@ def test_a_logged_traceback_is_redacted_too(caplog):
     handler_text = caplog.handler.format(caplog.records[-1])
     assert "invalid key" in handler_text
     assert_no_fragment("a logged traceback", handler_text)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".md"])
+def test_an_exported_conversation_holds_no_key(tmp_path, history_home, suffix):
+    def script(body: dict[str, Any]) -> Answer:
+        if body["messages"][-1]["role"] == "user":
+            return Answer("checking", [("echo", {"text": KEY})])
+        return Answer("The tool said " + KEY)
+
+    with served(ScriptedReplies(script)) as server:
+        agent = http_agent("openai:gpt-test", server, api_key=KEY, tools=[echo])
+        agent.run_sync("go")
+    target = agent.store.export(agent.conversation.id, tmp_path / f"out{suffix}")
+    assert_no_fragment(f"the {suffix} export", target.read_bytes())
+    memory = tmp_path / f"memory{suffix}"
+    from nbagent.store import export_conversation
+
+    export_conversation(agent.conversation, memory)  # the in-memory conversation too
+    assert_no_fragment(f"the in-memory {suffix} export", memory.read_bytes())
