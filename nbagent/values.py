@@ -123,7 +123,7 @@ def _pandas_text(value: Any, limit: int) -> tuple[str, bool]:
     # A default RangeIndex carries no information; any other index does.
     show_index = not isinstance(value.index, pd.RangeIndex) or value.index.start != 0
     header = f"{kind} shape=({rows}, {cols}); dtypes: {dtypes}\n"
-    head = _shorten_cells(head)
+    head = bounded_cells(head)
     table = head.to_csv(index=show_index)
     # Drop rows (never columns) until the table fits; the model learns the shape anyway.
     while len(header) + len(table) > limit and len(head) > 1:
@@ -134,14 +134,29 @@ def _pandas_text(value: Any, limit: int) -> tuple[str, bool]:
     return header + note + table, shown < rows
 
 
-def _shorten_cells(head: Any) -> Any:
-    """The preview rows with long strings cut, so ten rows of documents still fit."""
+_PLAIN_CELL_MODULES = ("builtins", "numpy", "pandas", "datetime", "decimal")
+
+
+def bounded_cells(head: Any) -> Any:
+    """The preview rows with long strings cut, so ten rows of documents still fit.
+
+    Other objects in text columns (a list nested 100,000 deep, an object whose
+    ``repr`` raises) become their bounded, safe text: formatting the table never
+    calls user code unguarded.
+    """
     from pandas.api.types import is_object_dtype, is_string_dtype
 
     def shorten(v: Any) -> Any:
-        if isinstance(v, str) and len(v) > MAX_CELL_CHARS:
-            return f"{v[:MAX_CELL_CHARS]}… [{len(v)} chars]"
-        return v
+        if isinstance(v, str):
+            return f"{v[:MAX_CELL_CHARS]}… [{len(v)} chars]" if len(v) > MAX_CELL_CHARS else v
+        if v is None or isinstance(v, (bool, int, float)):
+            return v
+        if isinstance(v, (list, tuple, dict, set, frozenset)):
+            text = json.dumps(plain(v, other=safe_str), ensure_ascii=False)
+            return text if len(text) <= MAX_CELL_CHARS else text[:MAX_CELL_CHARS] + "…"
+        if (type(v).__module__ or "").split(".")[0] in _PLAIN_CELL_MODULES:
+            return v
+        return safe_str(v, MAX_CELL_CHARS)
 
     textual = [i for i, t in enumerate(head.dtypes) if is_object_dtype(t) or is_string_dtype(t)]
     if not textual:

@@ -14,7 +14,8 @@ import json
 from typing import Any
 
 from ..bounded import dumps, safe_repr
-from ..values import frame_shape, is_frame
+from ..safe_text import clean
+from ..values import bounded_cells, frame_shape, is_frame
 from .escaping import escape
 
 __all__ = ["render_value_html"]
@@ -48,9 +49,14 @@ def _dataframe_html(value: Any, max_rows: int) -> str:
     kind, rows, cols = frame_shape(value)
     frame = value.to_frame() if kind == "Series" else value
     # escape=True escapes cells, column names and the index; render_links stays off.
-    table = frame.head(max_rows).to_html(
-        escape=True, border=0, classes="nba-table", max_cols=50, notebook=False
-    )
+    # Cells are bounded first (deep or unprintable objects), bidi/control chars cleaned.
+    try:
+        head = bounded_cells(frame.head(max_rows))
+        table = clean(
+            head.to_html(escape=True, border=0, classes="nba-table", max_cols=50, notebook=False)
+        )
+    except Exception as error:  # a column name or index pandas cannot format
+        table = f"<pre>{escape(f'(the table could not be shown: {type(error).__name__})')}</pre>"
     shown = min(rows, max_rows)
     note = f"{kind}: {rows:,} rows × {cols:,} columns"
     if shown < rows:

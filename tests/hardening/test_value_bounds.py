@@ -150,3 +150,26 @@ def test_a_deep_value_in_a_real_kernel_reaches_a_final_display(tmp_path: Path):
         assert kernel.run("print(1 + 1)") == "2\n"
     finally:
         kernel.close()
+
+
+def test_a_dataframe_holding_hostile_cells_renders_bounded():
+    pd = pytest.importorskip("pandas")
+
+    @tool(register=False)
+    def table() -> Any:
+        """A table whose cells are hostile."""
+        return pd.DataFrame(
+            {
+                "deep": [nested_list(100_000), [1, 2]],
+                "odd": [Unprintable(), "fine"],
+                "text": ["abc\u202edef\x1b[31m", "plain"],
+            }
+        )
+
+    agent = scripted_agent([reply(calls=[call("table")]), "done"], tools=[table], store=None)
+    result = agent.run_sync("go")
+    assert result.output == "done" and result.rounds[0].results[0].ok
+    html = render_result_html(result)
+    assert "nested deeper than 32 levels" in html and "str failed" in html
+    assert "\u202e" not in html and "\x1b" not in html
+    assert "nested deeper than 32 levels" in result.rounds[0].results[0].content
