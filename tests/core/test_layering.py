@@ -20,7 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "nbagent"
 # The first matching prefix decides a module's layer (longest prefixes first).
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("nbagent.errors", "nbagent.redaction", "nbagent.markdown_text", "nbagent.values",
-         "nbagent.logs", "nbagent._sync", "nbagent.safe_text", "nbagent.bounded")),
+         "nbagent.logs", "nbagent._sync")),
+    (0, ("nbagent.safe_text", "nbagent.bounded")),  # issue 10: output safety, bounded values
     (1, ("nbagent.messages",)),
     (2, ("nbagent.results", "nbagent.events")),
     (3, ("nbagent.tools",)),
