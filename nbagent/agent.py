@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,7 @@ class Agent:
         self.conversation = Conversation(system=system)
         self.last_result: RunResult | None = None
         self._run: Run | None = None
+        self._busy = threading.Lock()  # one turn at a time (cells, threads, the chat widget)
         # History (nbagent.store): "default" is the shared file, opened on first write.
         from .store import resolve_store
 
@@ -233,8 +235,21 @@ class Agent:
 
         ``overrides`` change settings for this run only (``max_rounds=2``, ``timeout=5``,
         ``tools=[...]``...).
+
+        Raises:
+            ConfigError: the agent is already running a prompt (another cell, thread or
+                the chat widget): one conversation takes one turn at a time.
         """
-        run = self._new_run(prompt, **overrides)
+        if not self._busy.acquire(blocking=False):
+            raise ConfigError(
+                "this agent is already running a prompt (another cell, thread or its chat "
+                "widget); wait for it to finish, or use a second Agent"
+            )
+        try:
+            run = self._new_run(prompt, **overrides)
+        except BaseException:
+            self._busy.release()
+            raise
         writer = self._writer
         events = run.events()
         try:
@@ -250,6 +265,7 @@ class Agent:
                 self.last_result = run.result
                 if writer is not None:
                     writer.finish(run.result)
+            self._busy.release()
             if "http_client" in self._provider_options:
                 from .recording import settle
 

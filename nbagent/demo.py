@@ -4,6 +4,10 @@ Executes ``notebooks/01_quickstart.ipynb`` in a real ipykernel (nbclient), write
 the executed notebook and an HTML export (nbconvert) into the output directory,
 and prints the transcript of every agent run (rounds, tool calls, answer) with a
 progress line while the model loads and runs.
+
+The output directory ignores itself (it gets a ``.gitignore`` of ``*``), and the
+project's ruff and pytest settings exclude ``nbagent-demo``: running the demo in
+a checkout leaves ``git status``, the linters and the test suite as they were.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import ConfigError
+from .safe_text import one_line
 
 QUICKSTART = "01_quickstart.ipynb"
 NEEDS = {  # module -> extra that installs it
@@ -67,7 +72,7 @@ class Progress:
     def start(self, label: str) -> None:
         """Show ``label`` as the current step (ends the previous one)."""
         self.finish()
-        self.label = label
+        self.label = one_line(label)  # a cell's text must not drive the terminal
         self.started = time.perf_counter()
         if not self.tty:
             print(f"… {label}", file=self.out, flush=True)
@@ -145,6 +150,9 @@ def run_demo(
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     out_dir.mkdir(parents=True, exist_ok=True)
+    ignore = out_dir / ".gitignore"
+    if not ignore.exists():  # generated output: not part of any checkout it lands in
+        ignore.write_text("# written by `nbagent demo`: generated output\n*\n", encoding="utf-8")
     # The kernel inherits this: the demo is about the embedded model even when keys are set.
     os.environ["NBAGENT_MODEL"] = model
     print(f"nbagent demo: {path.name} on model {model!r} -> {out_dir}/", file=out, flush=True)

@@ -9,6 +9,8 @@ NbAgentError
 
 from __future__ import annotations
 
+from .safe_text import clean
+
 
 class NbAgentError(Exception):
     """Base class of every error nbagent raises on purpose."""
@@ -22,7 +24,8 @@ class ProviderError(NbAgentError):
     """A model API call failed.
 
     The message is the provider's own, prefixed with provider and status; it never
-    contains an API key.
+    contains an API key, and its control and bidi characters (a server's ANSI
+    escapes) show as U+FFFD: it ends up on terminals.
     """
 
     def __init__(
@@ -34,6 +37,8 @@ class ProviderError(NbAgentError):
         *,
         retryable: bool = False,
     ) -> None:
+        error_type = clean(error_type) if error_type else error_type
+        message = clean(message)
         self.provider = provider
         self.status = status
         self.error_type = error_type
@@ -49,7 +54,7 @@ class ToolError(NbAgentError):
 
     def __init__(self, tool_name: str, message: str) -> None:
         self.tool_name = tool_name
-        super().__init__(f"tool {tool_name!r} failed: {message}")
+        super().__init__(clean(f"tool {tool_name!r} failed: {message}"))
 
 
 class ReplayMissError(NbAgentError):

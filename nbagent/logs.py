@@ -3,6 +3,10 @@
 A leaf module. ``import nbagent`` calls :func:`configure_logging` once, so
 ``NBAGENT_LOG=debug`` (or info, warning...) shows the loop's log on stderr:
 round start, calls started, each result with its outcome, round end, run end.
+
+Every record of the ``nbagent`` loggers passes :class:`~nbagent.redaction.RedactingFilter`
+first: secrets redacted, control and bidi characters made visible, one line per
+record (so a server-chosen tool name cannot forge or recolour a log line).
 """
 
 from __future__ import annotations
@@ -12,7 +16,14 @@ import os
 import sys
 from collections.abc import Mapping
 
+from .redaction import RedactingFilter
+from .safe_text import one_line
+
 logger = logging.getLogger("nbagent")
+_filter = RedactingFilter(one_line)
+for _name in ("nbagent", "nbagent.providers"):
+    if _filter not in logging.getLogger(_name).filters:
+        logging.getLogger(_name).addFilter(_filter)
 
 
 def configure_logging(env: Mapping[str, str] | None = None) -> None:
@@ -24,6 +35,7 @@ def configure_logging(env: Mapping[str, str] | None = None) -> None:
     if not any(getattr(h, "_nbagent", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s nbagent %(levelname)s %(message)s"))
+        handler.addFilter(_filter)  # records of any child logger too
         handler._nbagent = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
     logger.setLevel(level)

@@ -24,12 +24,13 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.error import UsageError
+from IPython.core.error import UsageError as _IPythonUsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .agent import Agent
 from .errors import ConfigError, NbAgentError
+from .safe_text import clean
 from .tools import REGISTRY, Tool
 from .values import prompt_text
 
@@ -38,6 +39,13 @@ if TYPE_CHECKING:
     from .results import RunResult
 
 __all__ = ["AgentMagics", "current_agent", "register", "supports_live_updates", "use"]
+
+
+class UsageError(_IPythonUsageError):
+    """IPython's UsageError, its message terminal-safe (it may quote a server or a model)."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(clean(str(message)))
 
 
 def __getattr__(name: str) -> Any:
@@ -239,7 +247,10 @@ class AgentMagics(Magics):
     @cell_magic("agent")  # type: ignore[arg-type, unused-ignore]
     def agent_cell(self, line: str, cell: str) -> None:
         """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
-        args = parse_argstring(self.agent_cell, line)
+        try:
+            args = parse_argstring(self.agent_cell, line)
+        except _IPythonUsageError as exc:  # quotes the unknown option as typed
+            raise UsageError(str(exc)) from None
         for name in ("model", "tools", "system", "out"):
             setattr(args, name, _unquote(getattr(args, name)))
         overrides = self._overrides(args)

@@ -16,7 +16,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .markdown_text import code_fence, code_span
+from .bounded import dumps
+from .markdown_text import code_fence, code_span, inline_text
+from .redaction import scrub
 
 Role = Literal["system", "user", "assistant"]
 
@@ -277,23 +279,23 @@ class Conversation:
         """A readable transcript: user turns, tool rounds (calls and results), answers."""
         lines: list[str] = [f"# Conversation {self.id}", ""]
         if self.system:
-            lines += ["**System:** " + self.system, ""]
+            lines += ["**System:** " + inline_text(self.system), ""]
         for message in self.messages:
             if message.role == "user":
-                lines += ["## User", "", message.content, ""]
+                lines += ["## User", "", inline_text(message.content), ""]
                 continue
             lines += ["## Assistant", ""]
             for number, tool_round in enumerate(message.rounds or [], start=1):
                 lines.append(f"### Round {number}")
                 if tool_round.assistant_text:
-                    lines += ["", tool_round.assistant_text]
+                    lines += ["", inline_text(tool_round.assistant_text)]
                 lines.append("")
                 for call, result in zip(tool_round.calls, tool_round.results, strict=False):
-                    args = json.dumps(call.arguments, ensure_ascii=False)
+                    args = dumps(call.arguments)
                     status = "ok" if result.ok else "error"
                     lines.append(f"- {code_span(f'{call.name}({args})')} -> {status}")
                     fence = code_fence(result.content)
                     lines += ["", *("  " + x for part in fence for x in part.splitlines())]
                 lines.append("")
-            lines += [message.content, ""]
-        return "\n".join(lines)
+            lines += [inline_text(message.content), ""]
+        return scrub("\n".join(lines))

@@ -41,7 +41,7 @@ import httpx
 
 from .errors import ConfigError, ReplayMissError
 from .providers import invented_id_patterns, secret_headers
-from .redaction import REDACTED  # one marker for history and recordings
+from .redaction import REDACTED, scrub, scrub_stream  # one redaction for every output
 
 __all__ = [
     "RecordingTransport",
@@ -148,8 +148,16 @@ class _LiveTransport(httpx.AsyncBaseTransport):
 
 
 def normalise_request(method: str, url: httpx.URL, body: bytes) -> dict[str, Any]:
-    """What identifies a request for replay: method, path, sorted query, parsed body."""
+    """What identifies a request for replay: method, path, sorted query, parsed body.
+
+    The body is redacted first, as in the recording (which never holds a key).
+    """
     query = sorted(_redacted_params(url))
+    if body:
+        try:
+            body = scrub(body.decode("utf-8")).encode("utf-8")
+        except UnicodeDecodeError:
+            pass
     return {
         "method": method.upper(),
         "path": url.path,
@@ -292,6 +300,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         headers = _redact_headers(response.headers)
         if encoding != "raw":
             headers = {k: v for k, v in headers.items() if k.lower() not in _BODY_HEADERS}
+        if isinstance(body, str):
+            body = scrub_stream(body)  # a key streamed a few characters per event
         entry["response"] = {
             "status": response.status_code,
             "headers": headers,
@@ -300,7 +310,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             "complete": complete,
         }
         entry["duration_s"] = round(time.perf_counter() - started, 4)
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        # Bodies too: a server echoing the key, a prompt or a tool argument holding it.
+        line = scrub(json.dumps(entry, ensure_ascii=False)) + "\n"
         with _file_lock, open(self.path, "a", encoding="utf-8") as file:
             file.write(line)
 

@@ -17,6 +17,8 @@ import dataclasses
 import json
 from typing import Any
 
+from .bounded import plain, safe_repr, safe_str
+
 HEAD_ROWS = 10
 """Rows of a DataFrame shown to the model (fewer when the budget is tight)."""
 MAX_CELL_CHARS = 200
@@ -79,31 +81,28 @@ def to_model_text(value: Any, limit: int) -> tuple[str, bool]:
 
 
 def _json_text(value: Any) -> tuple[str, bool]:
-    """JSON for plain data; long containers keep their first items and say how many."""
-    partial = False
-    if isinstance(value, (list, tuple)) and len(value) > MAX_ITEMS:
-        value, partial = [*value[:MAX_ITEMS], f"… {len(value) - MAX_ITEMS} more items"], True
-    elif isinstance(value, dict) and len(value) > MAX_ITEMS:
-        shown = {k: value[k] for k in list(value)[:MAX_ITEMS]}
-        shown["…"] = f"{len(value) - MAX_ITEMS} more keys"
-        value, partial = shown, True
-    elif isinstance(value, (set, frozenset)):
-        value = list(value)[:MAX_ITEMS]
+    """JSON for plain data; long containers keep their first items and say how many.
+
+    Bounded (:mod:`nbagent.bounded`): depth, cycles and sizes are limited, so a list
+    nested 100,000 deep becomes a short placeholder, not a RecursionError.
+    """
+    partial = isinstance(value, (list, tuple, dict, set, frozenset)) and len(value) > MAX_ITEMS
+    if _structured(value):
+        data = plain(value, items=MAX_ITEMS, other=safe_str)
+    else:  # a lone object is its str (which may raise: the caller reports it)
+        data = str(value)
     try:
-        return json.dumps(value, ensure_ascii=False, default=_json_default), partial
-    except (TypeError, ValueError, RecursionError):
-        return repr(value), partial
+        return json.dumps(data, ensure_ascii=False), partial
+    except (TypeError, ValueError):
+        return safe_repr(value), partial
 
 
-def _json_default(value: Any) -> Any:
+def _structured(value: Any) -> bool:
+    if isinstance(value, (bool, int, float, str, list, tuple, dict, set, frozenset)):
+        return True
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    dump = getattr(value, "model_dump", None)  # pydantic models
-    if callable(dump):
-        return dump(mode="json")
-    if isinstance(value, (set, frozenset)):
-        return list(value)
-    return str(value)
+        return True
+    return callable(getattr(value, "model_dump", None)) and not isinstance(value, type)
 
 
 def _pandas_text(value: Any, limit: int) -> tuple[str, bool]:
@@ -124,7 +123,7 @@ def _pandas_text(value: Any, limit: int) -> tuple[str, bool]:
     # A default RangeIndex carries no information; any other index does.
     show_index = not isinstance(value.index, pd.RangeIndex) or value.index.start != 0
     header = f"{kind} shape=({rows}, {cols}); dtypes: {dtypes}\n"
-    head = _shorten_cells(head)
+    head = bounded_cells(head)
     table = head.to_csv(index=show_index)
     # Drop rows (never columns) until the table fits; the model learns the shape anyway.
     while len(header) + len(table) > limit and len(head) > 1:
@@ -135,14 +134,29 @@ def _pandas_text(value: Any, limit: int) -> tuple[str, bool]:
     return header + note + table, shown < rows
 
 
-def _shorten_cells(head: Any) -> Any:
-    """The preview rows with long strings cut, so ten rows of documents still fit."""
+_PLAIN_CELL_MODULES = ("builtins", "numpy", "pandas", "datetime", "decimal")
+
+
+def bounded_cells(head: Any) -> Any:
+    """The preview rows with long strings cut, so ten rows of documents still fit.
+
+    Other objects in text columns (a list nested 100,000 deep, an object whose
+    ``repr`` raises) become their bounded, safe text: formatting the table never
+    calls user code unguarded.
+    """
     from pandas.api.types import is_object_dtype, is_string_dtype
 
     def shorten(v: Any) -> Any:
-        if isinstance(v, str) and len(v) > MAX_CELL_CHARS:
-            return f"{v[:MAX_CELL_CHARS]}… [{len(v)} chars]"
-        return v
+        if isinstance(v, str):
+            return f"{v[:MAX_CELL_CHARS]}… [{len(v)} chars]" if len(v) > MAX_CELL_CHARS else v
+        if v is None or isinstance(v, (bool, int, float)):
+            return v
+        if isinstance(v, (list, tuple, dict, set, frozenset)):
+            text = json.dumps(plain(v, other=safe_str), ensure_ascii=False)
+            return text if len(text) <= MAX_CELL_CHARS else text[:MAX_CELL_CHARS] + "…"
+        if (type(v).__module__ or "").split(".")[0] in _PLAIN_CELL_MODULES:
+            return v
+        return safe_str(v, MAX_CELL_CHARS)
 
     textual = [i for i, t in enumerate(head.dtypes) if is_object_dtype(t) or is_string_dtype(t)]
     if not textual:
@@ -163,7 +177,7 @@ def prompt_text(value: Any) -> str:
         head = value.head(PROMPT_ROWS).to_string(max_cols=20, max_colwidth=40)
         shown = min(rows, PROMPT_ROWS)
         return f"<{kind} with {rows} rows × {cols} columns; first {shown} rows:>\n{head}"
-    text = value if isinstance(value, str) else repr(value)
+    text = value if isinstance(value, str) else safe_repr(value, PROMPT_CHARS * 4)
     return cut_middle(text, PROMPT_CHARS)[0]
 
 
@@ -210,10 +224,6 @@ def _preview_data(value: Any, limit: int) -> Any:
     if isinstance(value, str):
         return value[:limit]
     if isinstance(value, (list, tuple, dict, set)):
-        text = json.dumps(
-            list(value) if isinstance(value, (set, tuple)) else value,
-            ensure_ascii=False,
-            default=str,
-        )
+        text = json.dumps(plain(value, other=safe_str), ensure_ascii=False)
         return json.loads(text) if len(text) <= limit else {"text": text[:limit]}
-    return {"repr": repr(value)[:limit]}
+    return {"repr": safe_repr(value, limit)}

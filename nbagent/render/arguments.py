@@ -14,8 +14,7 @@ was asked, not an empty call.
 
 from __future__ import annotations
 
-import json
-
+from ..bounded import dumps
 from ..messages import ToolCall
 
 __all__ = ["APPROVAL_LIMIT", "arguments_text", "call_signature"]
@@ -36,7 +35,7 @@ def arguments_text(call: ToolCall) -> str:
     unparsed = _unparsed(call)
     if unparsed is not None:
         return unparsed
-    return json.dumps(call.arguments, indent=2, ensure_ascii=False, default=str)
+    return dumps(call.arguments, indent=2)
 
 
 def call_signature(call: ToolCall, limit: int = 80) -> str:
@@ -45,10 +44,7 @@ def call_signature(call: ToolCall, limit: int = 80) -> str:
     if unparsed is not None:
         args = unparsed
     else:
-        args = ", ".join(
-            f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
-            for k, v in call.arguments.items()
-        )
+        args = ", ".join(f"{k}={dumps(v)}" for k, v in call.arguments.items())
     if len(args) > limit:
         args = args[: limit - 3] + "…"
     return f"{call.name}({args})"

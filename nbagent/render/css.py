@@ -8,6 +8,8 @@ nbconvert HTML, GitHub previews that keep the ``<style>``).
 
 from __future__ import annotations
 
+from ..redaction import scrub_known
+
 __all__ = ["CSS", "ROOT_CLASS", "STYLE_TAG", "wrap"]
 
 ROOT_CLASS = "nbagent-out"
@@ -57,6 +59,7 @@ def wrap(inner: str) -> str:
     """``inner`` inside the root element, preceded by the stylesheet.
 
     Each output carries its own ``<style>``: a saved notebook, an nbconvert page or a
-    GitHub preview shows it without nbagent installed.
+    GitHub preview shows it without nbagent installed. Every secret the process
+    knows is redacted (a tool that returned the key must not put it in the notebook).
     """
-    return f'{STYLE_TAG}<div class="{ROOT_CLASS}">{inner}</div>'
+    return f'{STYLE_TAG}<div class="{ROOT_CLASS}">{scrub_known(inner)}</div>'

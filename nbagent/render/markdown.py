@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..markdown_text import code_fence, inline_text
 from ..messages import ToolRound
+from ..redaction import scrub
 from .arguments import arguments_text
 from .summary import call_status, footer_text, round_summary
 
@@ -44,4 +45,4 @@ def render_result_markdown(result: RunResult) -> str:
         lines += round_markdown_lines(r, i)
     lines += [inline_text(result.output), ""]
     lines.append(f"*{inline_text(footer_text(result))}*")
-    return "\n".join(lines)
+    return scrub("\n".join(lines))

@@ -2,12 +2,18 @@
 
 markdown-it is imported on first use (``%load_ext nbagent`` stays cheap) and
 configured once: CommonMark plus tables and strikethrough, no raw HTML, no
-linkify, and every link opens in a new tab without an opener.
+linkify, and every link opens in a new tab without an opener. An image becomes a
+link to it (``🖼 alt``): showing the output must never make the viewer fetch a
+URL a model chose (a tracking pixel carrying data in its query). Control and bidi
+characters become U+FFFD before parsing.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ..safe_text import clean
+from .escaping import escape
 
 __all__ = ["render_markdown"]
 
@@ -44,11 +50,21 @@ def _markdown() -> Any:
             tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
             return str(renderer.renderToken(tokens, idx, options, env))
 
+        def image(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+            token = tokens[idx]
+            alt = renderer.renderInlineAsText(token.children or [], options, env) or "image"
+            return (
+                f'<a class="nba-image-link" href="{escape(token.attrGet("src") or "")}" '
+                'target="_blank" rel="noopener noreferrer nofollow" '
+                f'title="image (not loaded)">🖼 {escape(alt)}</a>'
+            )
+
         md.add_render_rule("link_open", link_open)
+        md.add_render_rule("image", image)
         _md = md
     return _md
 
 
 def render_markdown(text: str) -> str:
     """Markdown -> HTML with raw HTML shown as text and unsafe links left as plain text."""
-    return str(_markdown().render(text or ""))
+    return str(_markdown().render(clean(text or "")))

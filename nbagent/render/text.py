@@ -7,10 +7,11 @@ replacement mark. Every plain-text output of nbagent goes through it.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from ..messages import ToolRound
+from ..redaction import scrub
+from ..safe_text import clean
 from .arguments import call_signature
 from .summary import call_status, footer_text, round_summary
 
@@ -19,12 +20,10 @@ if TYPE_CHECKING:
 
 __all__ = ["render_result_text", "round_text_lines", "terminal_safe"]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
 
 def terminal_safe(text: str) -> str:
-    """``text`` with every control character but newline and tab shown as U+FFFD."""
-    return _CONTROL.sub("\ufffd", text)
+    """``text`` with every control character but newline and tab (and bidi controls) as U+FFFD."""
+    return clean(text)
 
 
 def round_text_lines(tool_round: ToolRound, index: int) -> list[str]:
@@ -47,4 +46,4 @@ def render_result_text(result: RunResult) -> str:
         lines.append("")
     lines.append(result.output)
     lines += ["", f"— {footer_text(result)}"]
-    return terminal_safe("\n".join(lines))
+    return terminal_safe(scrub("\n".join(lines)))

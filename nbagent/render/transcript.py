@@ -22,6 +22,7 @@ from ..events import (
 )
 from ..markdown_text import inline_text
 from ..messages import ToolCall, ToolResult, ToolRound
+from ..redaction import scrub
 from .bundle import mime_bundle
 from .css import wrap
 from .escaping import escape
@@ -173,5 +174,21 @@ class Transcript:
         return terminal_safe("\n".join(lines))
 
     def bundle(self) -> dict[str, str]:
-        """The current mime bundle (HTML + Markdown + plain text)."""
-        return mime_bundle(self.html(), self.markdown(), self.plain())
+        """The current mime bundle (HTML + Markdown + plain text).
+
+        Never raises: if a value defeats the renderers anyway, a short fallback shows
+        the state and the answer, so a live display always reaches its final state.
+        """
+        try:
+            return mime_bundle(self.html(), self.markdown(), self.plain())
+        except Exception as error:  # the display must not stay at "running"
+            return self._fallback_bundle(error)
+
+    def _fallback_bundle(self, error: Exception) -> dict[str, str]:
+        what = f"(the panels could not be drawn: {type(error).__name__})"
+        if self.result is not None:
+            text = f"{self.result.output}\n\n— {what}"
+        else:
+            text = f"{self.status or 'Running…'} {what}\n{self.text}"
+        plain = terminal_safe(scrub(text))
+        return mime_bundle(wrap(f"<pre>{escape(plain)}</pre>"), inline_text(plain), plain)

@@ -13,7 +13,9 @@ import io
 import json
 from typing import Any
 
-from ..values import frame_shape, is_frame
+from ..bounded import dumps, safe_repr
+from ..safe_text import clean
+from ..values import bounded_cells, frame_shape, is_frame
 from .escaping import escape
 
 __all__ = ["render_value_html"]
@@ -37,8 +39,8 @@ def _json_or_text(text: str) -> str:
     stripped = text.strip()
     if stripped[:1] in "[{":
         try:
-            return _pre(json.dumps(json.loads(stripped), indent=2, ensure_ascii=False))
-        except ValueError:
+            return _pre(dumps(json.loads(stripped), indent=2))
+        except (ValueError, RecursionError):  # not JSON, or JSON nested too deep to parse
             pass
     return _pre(text)
 
@@ -47,9 +49,14 @@ def _dataframe_html(value: Any, max_rows: int) -> str:
     kind, rows, cols = frame_shape(value)
     frame = value.to_frame() if kind == "Series" else value
     # escape=True escapes cells, column names and the index; render_links stays off.
-    table = frame.head(max_rows).to_html(
-        escape=True, border=0, classes="nba-table", max_cols=50, notebook=False
-    )
+    # Cells are bounded first (deep or unprintable objects), bidi/control chars cleaned.
+    try:
+        head = bounded_cells(frame.head(max_rows))
+        table = clean(
+            head.to_html(escape=True, border=0, classes="nba-table", max_cols=50, notebook=False)
+        )
+    except Exception as error:  # a column name or index pandas cannot format
+        table = f"<pre>{escape(f'(the table could not be shown: {type(error).__name__})')}</pre>"
     shown = min(rows, max_rows)
     note = f"{kind}: {rows:,} rows × {cols:,} columns"
     if shown < rows:
@@ -101,9 +108,7 @@ def render_value_html(value: Any, content: str = "", *, max_rows: int = 10) -> s
     if png is not None:
         return _png_html(png, f"{type(value).__name__} returned by the tool")
     if isinstance(value, (dict, list, tuple, int, float, bool)):
-        try:
-            return _pre(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-        except (TypeError, ValueError):
-            pass
+        # Bounded: depth, cycles and sizes limited (nbagent.bounded), never raises.
+        return _pre(dumps(value, indent=2))
     # Other objects: their _repr_html_ could carry script, so show text only.
-    return _json_or_text(content) if content else _pre(repr(value))
+    return _json_or_text(content) if content else _pre(safe_repr(value, _MAX_TEXT_CHARS))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import shutil
 import sqlite3
 import threading
 import time
@@ -60,10 +61,23 @@ class Database:
         """Bumped when a corrupt file is replaced, so writers rewrite what they had saved."""
         self._db: sqlite3.Connection | None = None
         self._disabled: str | None = None
+        self._claims: dict[tuple[str, int], set[int]] = {}
+        self._identity: tuple[int, int] | None = None
+        """(device, inode) of the file when opened: a replaced file is noticed at the next write."""
+        self._full_warned = False
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"
+
+    def claims(self, conversation_id: str, owner: object) -> set[int]:
+        """The message rows ``owner`` (a Conversation object) was loaded from or wrote.
+
+        Rows of its conversation outside this set were written by someone else (a
+        second kernel continuing the same conversation): a writer never replaces them.
+        """
+        with self._lock:
+            return self._claims.setdefault((conversation_id, id(owner)), set())
 
     @property
     def is_open(self) -> bool:
@@ -102,15 +116,26 @@ class Database:
         aside (and :attr:`generation` bumped, so writers save everything again).
         """
         with self._lock:
+            if self._db is not None and not self._still_ours():
+                return False  # moved aside or reopened; the writer writes everything again
             db = self._connection()
             if db is None:
                 return False
             try:
                 self._transaction(db, work)
+                self._full_warned = False
                 return True
             except sqlite3.DatabaseError as error:
                 if is_corrupt(error):
                     self._move_aside(error)
+                elif is_full(error, self.path):
+                    if not self._full_warned:  # once, until a write succeeds again
+                        self._full_warned = True
+                        _warn(
+                            f"nbagent history not saved ({self.path}): the disk is full (or "
+                            f"the file size limit is reached; SQLite said: {error}). Runs go "
+                            "on without history until there is room again."
+                        )
                 else:
                     _warn(f"nbagent history not saved ({self.path}): {error}")
             except Exception as error:  # a bug here must not end the user's run
@@ -224,10 +249,47 @@ class Database:
             db.execute("PRAGMA synchronous = NORMAL")
             migrate(db)
             db.execute("SELECT count(*) FROM conversations").fetchone()
+            stat = os.stat(self.path)
         except BaseException:
             db.close()
             raise
+        self._identity = (stat.st_dev, stat.st_ino)
         return db
+
+    def _still_ours(self) -> bool:
+        """Whether the open file is still the SQLite file we opened (checked before a write).
+
+        Something else may have overwritten it (garbage, truncation) or replaced or
+        deleted it while the connection was open; SQLite itself would go on writing
+        into its WAL and report success. A damaged file is moved aside (with one
+        warning); a replaced or deleted one is simply opened again. Either way the
+        generation changes, so writers save their conversation again.
+        """
+        try:
+            stat = os.stat(self.path)
+            with open(self.path, "rb") as file:
+                header = file.read(16)
+        except FileNotFoundError:
+            stat, header = None, b""
+        except OSError:
+            return True  # unreadable now: let SQLite report what it finds
+        if stat is not None and header == SQLITE_HEADER:
+            if (stat.st_dev, stat.st_ino) == self._identity:
+                return True
+            self.close()  # replaced by another SQLite file: use that one from now on
+            self._bump("the history file was replaced")
+            return False
+        if stat is None:
+            self.close()
+            self._bump("the history file was deleted")
+            return False
+        self._move_aside(sqlite3.DatabaseError("file is not a database (overwritten while open)"))
+        return False
+
+    def _bump(self, why: str) -> None:
+        logger.info("%s (%s): writing to it afresh", why, self.path)
+        self.generation += 1
+        self._claims.clear()
 
     def _disable(self, reason: str) -> None:
         self._disabled = reason
@@ -252,6 +314,7 @@ class Database:
             self._disable(f"the file is unreadable ({error}) and cannot be moved ({move_error})")
             return
         self.generation += 1
+        self._claims.clear()  # a new file: nothing in it belongs to anyone yet
         _warn(
             f"nbagent history file {self.path} was unreadable ({error}); "
             f"moved it to {target.name} and started a new one"
@@ -265,6 +328,39 @@ def is_corrupt(error: BaseException) -> bool:
         return True
     text = str(error).lower()
     return "malformed" in text or "not a database" in text
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_full(error: BaseException, path: Path | None = None) -> bool:
+    """Whether ``error`` means no room: a full disk, or the process's file size limit.
+
+    SQLite says "database or disk is full"; when the size limit (or some file
+    systems) stops a write it says only "disk I/O error", so then the free space
+    and the limit are looked at.
+    """
+    code: Any = getattr(error, "sqlite_errorcode", None)
+    text = str(error).lower()
+    if (code is not None and code & 0xFF == 13) or "disk is full" in text:  # SQLITE_FULL
+        return True
+    if "disk i/o error" not in text or path is None:
+        return False
+    try:
+        if shutil.disk_usage(path.parent).free < 1 << 20:
+            return True
+    except OSError:
+        pass
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    except (ImportError, OSError, ValueError):  # Windows has no resource module
+        return False
+    if soft == resource.RLIM_INFINITY:
+        return False
+    sizes = [Path(str(path) + s) for s in ("", "-wal")]
+    return any(p.exists() and p.stat().st_size + (64 << 10) >= soft for p in sizes)
 
 
 def is_busy(error: BaseException) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Conversation
+from ..redaction import scrub_known
 
 if TYPE_CHECKING:
     import pandas
@@ -20,10 +21,16 @@ COLUMNS = [
 
 
 def export_conversation(conversation: Conversation, path: str | os.PathLike[str]) -> Path:
-    """Write ``conversation`` to ``path``: Markdown if it ends in ``.md``, JSON otherwise."""
+    """Write ``conversation`` to ``path``: Markdown if it ends in ``.md``, JSON otherwise.
+
+    Every secret the process knows is redacted from either (the JSON keeps provider
+    data intact otherwise: key-shape patterns could match inside an opaque blob).
+    """
     target = Path(path).expanduser()
     is_markdown = target.suffix.lower() in (".md", ".markdown")
-    text = conversation.to_markdown() if is_markdown else conversation.to_json(indent=2)
+    text = (
+        conversation.to_markdown() if is_markdown else scrub_known(conversation.to_json(indent=2))
+    )
     target.write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
     return target
 

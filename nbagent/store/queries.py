@@ -18,7 +18,7 @@ from ..messages import Conversation
 from ..redaction import Scrubber
 from .database import Database
 from .export import COLUMNS, conversations_frame, export_conversation
-from .rows import load_conversation
+from .rows import load_conversation, message_rows
 from .writer import RunWriter
 
 if TYPE_CHECKING:
@@ -113,7 +113,11 @@ class Store(Database):
         are all there.
         """
         full_id = self.resolve_id(conversation_id)
-        return self.read(lambda db: load_conversation(db, full_id))
+        conversation, rows = self.read(
+            lambda db: (load_conversation(db, full_id), message_rows(db, full_id))
+        )
+        self.claims(full_id, conversation).update(rows)  # rows it may replace when resumed
+        return conversation
 
     def delete(self, conversation_id: str) -> None:
         """Remove one conversation and everything in it."""

@@ -34,14 +34,20 @@ def insert_run_start(
     conversation: Conversation,
     position: int,
     now: float,
+    *,
+    fork_of: str | None = None,
 ) -> int:
     """Save the start of the run whose answer is ``conversation.messages[position]``.
 
     Upserts the conversation, writes the earlier messages the file lacks (or holds
     only unfinished), then the run's answer as an unfinished row, whose id it returns.
+    ``fork_of``: the conversation this one was forked from (its title says so).
     """
     message = conversation.messages[position]
     first_user = next((m.content for m in conversation.messages if m.role == "user"), "")
+    title = title_of(scrub.text(first_user))
+    if fork_of is not None:
+        title = f"[fork of {fork_of}] {title or ''}".rstrip()
     db.execute(
         """
         INSERT INTO conversations (id, title, system, model, created_at, updated_at)
@@ -52,24 +58,14 @@ def insert_run_start(
         """,
         (
             conversation.id,
-            title_of(scrub.text(first_user)),
+            title,
             scrub_optional(scrub.text, conversation.system),
             message.model,
             now,
             now,
         ),
     )
-    # Messages before this run that the file holds complete are trusted; anything
-    # from the first gap (or unfinished one) onwards is replaced from memory.
-    trusted = db.execute(
-        """
-        SELECT count(*) FROM messages
-        WHERE conversation_id = ? AND position < ? AND finished_at IS NOT NULL
-          AND position < coalesce((SELECT min(position) FROM messages
-                                   WHERE conversation_id = ? AND finished_at IS NULL), ?)
-        """,
-        (conversation.id, position, conversation.id, position),
-    ).fetchone()[0]
+    trusted = _trusted(db, conversation.id, position)
     db.execute(
         "DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
         (conversation.id, trusted),
@@ -77,6 +73,56 @@ def insert_run_start(
     for index in range(trusted, position):
         insert_message(db, scrub, conversation.id, index, conversation.messages[index], now)
     return insert_message(db, scrub, conversation.id, position, message, now, finished=False)
+
+
+def _trusted(db: sqlite3.Connection, conversation_id: str, position: int) -> int:
+    """How many messages before ``position`` the file holds complete, with no gap.
+
+    Those are trusted; anything from the first gap (or unfinished one) onwards is
+    replaced from memory when a run starts.
+    """
+    return int(
+        db.execute(
+            """
+            SELECT count(*) FROM messages
+            WHERE conversation_id = ? AND position < ? AND finished_at IS NOT NULL
+              AND position < coalesce((SELECT min(position) FROM messages
+                                       WHERE conversation_id = ? AND finished_at IS NULL), ?)
+            """,
+            (conversation_id, position, conversation_id, position),
+        ).fetchone()[0]
+    )
+
+
+def foreign_rows(
+    db: sqlite3.Connection, conversation_id: str, position: int, known: set[int]
+) -> bool:
+    """Whether starting a run at ``position`` would replace rows this writer does not know.
+
+    ``known``: the message rows the conversation object was loaded from or wrote.
+    Another process (or another Agent) that continued the same conversation wrote
+    the others: they must never be overwritten.
+    """
+    rows = db.execute(
+        "SELECT id FROM messages WHERE conversation_id = ? AND position >= ?",
+        (conversation_id, _trusted(db, conversation_id, position)),
+    )
+    return any(row[0] not in known for row in rows)
+
+
+def message_rows(db: sqlite3.Connection, conversation_id: str) -> set[int]:
+    """The ids of every message row of a conversation."""
+    rows = db.execute("SELECT id FROM messages WHERE conversation_id = ?", (conversation_id,))
+    return {row[0] for row in rows}
+
+
+def row_exists(db: sqlite3.Connection, message_row: int, conversation_id: str) -> bool:
+    """Whether the run's answer row is still there (another writer may have replaced it)."""
+    found = db.execute(
+        "SELECT 1 FROM messages WHERE id = ? AND conversation_id = ?",
+        (message_row, conversation_id),
+    ).fetchone()
+    return found is not None
 
 
 def update_answer(
@@ -197,8 +243,8 @@ def insert_round(
                 round_row,
                 index,
                 call.id,
-                call.name,
-                scrub.json(call.arguments) or "{}",
+                scrub.text(call.name),
+                scrub.json_text(call.arguments) or "{}",
                 scrub_optional(scrub.text, call.raw_arguments),
                 scrub.json(call.provider_data),
             ),

@@ -21,14 +21,22 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..events import Event, RoundFinished, RunFinished, RunStarted
-from ..messages import Conversation, Message
+from ..messages import Conversation, Message, new_id
 from ..redaction import Scrubber
-from .database import Database
-from .rows import insert_round, insert_run_start, update_answer
+from .database import Database, HistoryWarning
+from .rows import (
+    foreign_rows,
+    insert_round,
+    insert_run_start,
+    message_rows,
+    row_exists,
+    update_answer,
+)
 
 if TYPE_CHECKING:
     from ..results import RunResult
@@ -59,6 +67,8 @@ class RunWriter:
         self._rounds_written = 0
         self._generation = store.generation
         self._finished = False
+        self._fork_of: str | None = None
+        self._written_rows: set[int] = set()
 
     def on_event(self, event: Event) -> None:
         """Save what ``event`` completes: the run's start, a round, or the whole run."""
@@ -120,6 +130,8 @@ class RunWriter:
             outcome.clear()
             if self.store.write(lambda db: outcome.append(work(db))):
                 self._message_row, self._rounds_written = outcome[-1]
+                claims = self.store.claims(self.conversation.id, self.conversation)
+                claims.update(self._written_rows)  # only once committed
                 logger.debug("history write took %.2f ms", (time.perf_counter() - started) * 1e3)
                 return
             if self._generation == self.store.generation:
@@ -131,9 +143,19 @@ class RunWriter:
         """Write what the file lacks; returns (the answer's row, rounds now saved)."""
         now = self.store.clock()
         message_row, written = self._message_row, self._rounds_written
+        starting = message_row is None
+        if message_row is not None and not row_exists(db, message_row, self.conversation.id):
+            message_row = None  # another writer replaced this run's rows: keep ours apart
+            starting = True
+            self._fork()
         if message_row is None:
             position = _index_of(self.conversation.messages, message)
-            message_row = insert_run_start(db, self._scrub, self.conversation, position, now)
+            known = self.store.claims(self.conversation.id, self.conversation)
+            if foreign_rows(db, self.conversation.id, position, known):
+                self._fork()
+            message_row = insert_run_start(
+                db, self._scrub, self.conversation, position, now, fork_of=self._fork_of
+            )
             written = 0
         saved = message.rounds or []
         upto = min(rounds, len(saved))
@@ -143,7 +165,28 @@ class RunWriter:
             update_answer(
                 db, self._scrub, self.conversation.id, message_row, message, finished, now
             )
+        if starting:  # the only write that adds message rows
+            self._written_rows = message_rows(db, self.conversation.id)
         return message_row, max(written, upto)
+
+    def _fork(self) -> None:
+        """Continue in a new conversation: another writer continued this one meanwhile.
+
+        Its turns stay as they are; this run (and the turns before it, from memory) go
+        to a new conversation whose title names the original, and a warning says so.
+        """
+        original = self.conversation.id
+        if self._fork_of is None:
+            self._fork_of = original
+        self.conversation.id = new_id("c_")
+        message = (
+            f"nbagent history: conversation {original} was continued elsewhere (another "
+            f"kernel or agent) since this agent loaded it; this run is saved as a new "
+            f"conversation {self.conversation.id} titled '[fork of {original}] …' so no "
+            "turn is lost"
+        )
+        logger.warning(message)
+        warnings.warn(message, HistoryWarning, stacklevel=2)
 
 
 def _index_of(messages: list[Message], message: Message) -> int:

@@ -21,6 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "nbagent"
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("nbagent.errors", "nbagent.redaction", "nbagent.markdown_text", "nbagent.values",
          "nbagent.logs", "nbagent._sync", "nbagent.deadline", "nbagent.workers")),
+    (0, ("nbagent.safe_text", "nbagent.bounded")),  # issue 10: output safety, bounded values
     (1, ("nbagent.messages",)),
     (2, ("nbagent.results", "nbagent.events")),
     (3, ("nbagent.tools",)),
