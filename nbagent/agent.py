@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -88,6 +89,7 @@ class Agent:
         self.last_result: RunResult | None = None
         self._run: Run | None = None
         self._busy = threading.Lock()  # one turn at a time (cells, threads, the chat widget)
+        self._busy_loop: asyncio.AbstractEventLoop | None = None  # the loop of the run holding it
         # History (nbagent.store): "default" is the shared file, opened on first write.
         from .store import resolve_store
 
@@ -230,6 +232,11 @@ class Agent:
         self._run = run
         return run
 
+    def _holder_loop_died(self) -> bool:
+        """Whether the run holding the busy lock died with its event loop (so never releases it)."""
+        loop = self._busy_loop
+        return loop is not None and (loop.is_closed() or not loop.is_running())
+
     async def stream(self, prompt: str, **overrides: Any) -> AsyncIterator[Event]:
         """Run on the current event loop, yielding events; the last one is RunFinished.
 
@@ -240,11 +247,12 @@ class Agent:
             ConfigError: the agent is already running a prompt (another cell, thread or
                 the chat widget): one conversation takes one turn at a time.
         """
-        if not self._busy.acquire(blocking=False):
+        if not self._busy.acquire(blocking=False) and not self._holder_loop_died():
             raise ConfigError(
                 "this agent is already running a prompt (another cell, thread or its chat "
                 "widget); wait for it to finish, or use a second Agent"
             )
+        self._busy_loop = asyncio.get_running_loop()
         try:
             run = self._new_run(prompt, **overrides)
         except BaseException:
