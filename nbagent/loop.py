@@ -26,6 +26,7 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from .images import accepts_images
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
 from .providers.base import (
     Finished,
@@ -69,6 +70,10 @@ class LoopSettings:
     approver: Approver | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    images: bool = True
+    """False: images in tool results reach the model as a text placeholder."""
+    context: str | None = None
+    """Text added to the system message of this run's requests (the kernel inventory)."""
 
 
 def title_case(name: str) -> str:
@@ -232,7 +237,8 @@ class Run:
         """One model request; returns its text, complete calls, usage and opaque data."""
         settings = self.settings
         request = ModelRequest(
-            system=self.conversation.system,
+            system="\n\n".join(p for p in (self.conversation.system, settings.context) if p)
+            or None,
             messages=self.conversation.messages,
             tools=[t.spec for t in self.tools.values()],
             tool_choice="none" if forced else "auto",
@@ -240,6 +246,7 @@ class Run:
             stream=settings.stream,
             max_output_tokens=settings.max_output_tokens,
             temperature=settings.temperature,
+            images=settings.images and accepts_images(self.provider.model),
         )
         logger.info("round %d: model request (forced final=%s)", round_index + 1, forced)
         self._partial_text = []

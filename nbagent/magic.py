@@ -236,6 +236,9 @@ class AgentMagics(Magics):
     @argument("--system", help="system prompt (kept for the rest of the conversation)")
     @argument("--out", default="_agent", help="variable receiving the RunResult")
     @argument("--no-stream", action="store_true", help="ask the model for a non-streamed reply")
+    @argument(
+        "-k", "--kernel", action="store_true", help="kernel tools, and the variables as context"
+    )
     @cell_magic("agent")  # type: ignore[arg-type, unused-ignore]
     def agent_cell(self, line: str, cell: str) -> None:
         """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
@@ -292,6 +295,8 @@ class AgentMagics(Magics):
             overrides["timeout"] = args.timeout
         if args.no_stream:
             overrides["stream"] = False
+        if getattr(args, "kernel", False):
+            overrides["kernel"] = True
         return overrides
 
     def _tools(self, spec: str) -> list[Tool]:

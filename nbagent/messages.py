@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .images import Image
 from .markdown_text import code_fence, code_span
 
 Role = Literal["system", "user", "assistant"]
@@ -121,6 +122,9 @@ class ToolResult:
     value: Any = field(default=None, repr=False, compare=False)
     """The live Python object the tool returned (a DataFrame stays a DataFrame).
     Kept for display and ``RunResult.tool_results``; never serialised."""
+    images: list[Image] = field(default_factory=list, repr=False)
+    """Images the model is shown with this result (a figure the tool returned or that
+    ``run_python`` drew); each adapter places them as its API allows."""
 
     def to_dict(self) -> dict[str, Any]:
         """This value as plain JSON-ready data."""
@@ -137,6 +141,8 @@ class ToolResult:
             data["traceback"] = self.traceback
         if self.approval:
             data["approval"] = self.approval
+        if self.images:
+            data["images"] = [image.to_dict() for image in self.images]
         return data
 
     @classmethod
@@ -152,6 +158,7 @@ class ToolResult:
             truncated=bool(data.get("truncated", False)),
             traceback=data.get("traceback"),
             approval=data.get("approval"),
+            images=[Image.from_dict(i) for i in data.get("images") or ()],
         )
 
 

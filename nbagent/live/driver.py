@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._sync import iterate_in_background, run_in_background
+from ..kernel.mainthread import MAIN_THREAD_POSTER, MainThreadJob
 from ..render import Transcript
 from .approval import ApprovalRequest, approval_bridge
 from .throttle import Throttle
@@ -133,6 +134,10 @@ class LiveRun:
         overrides = dict(self.overrides)
         if self.agent.settings.approver is None and "approver" not in overrides:
             overrides["approver"] = approval_bridge(queue.put)
+        # run_python's code runs here, in the consumer (the cell's main thread): the
+        # run's tool threads inherit this poster (see nbagent.kernel.mainthread).
+        loop = asyncio.get_running_loop()
+        MAIN_THREAD_POSTER.set(lambda job: loop.call_soon_threadsafe(queue.put_nowait, job))
 
         async def pump() -> None:
             try:
@@ -220,6 +225,9 @@ class LiveRun:
         if isinstance(item, ApprovalRequest):
             self.throttle.poll(force=True)  # the question comes after what led to it
             self._ask(item)
+        elif isinstance(item, MainThreadJob):
+            self.throttle.poll(force=True)
+            item.run()  # a kernel interrupt raises KeyboardInterrupt here: the run stops
         else:
             self._take(item)
         self.throttle.poll()
@@ -254,6 +262,12 @@ class LiveRun:
                 if isinstance(item, ApprovalRequest):
                     self.throttle.poll(force=True)
                     await self._ask_async(item)
+                elif isinstance(item, MainThreadJob):
+                    self.throttle.poll(force=True)
+                    try:
+                        item.run()
+                    except KeyboardInterrupt:
+                        self.cancel()
                 else:
                     self._take(item)
                 self.throttle.poll()

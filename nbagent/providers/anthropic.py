@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ProviderError
+from ..images import placeholders
 from ..messages import ToolCall, ToolRound, Usage
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .http import HttpProvider, SSEDecoder
@@ -35,8 +36,13 @@ def tool_names(request: ModelRequest) -> NameMap:
     return NameMap([t.name for t in request.tools], allowed="a-zA-Z0-9_-", max_len=128)
 
 
-def _expand_round(messages: list[dict[str, Any]], tool_round: ToolRound, names: NameMap) -> None:
-    """One round: assistant turn (thinking, text, tool_use), then ONE user turn of results."""
+def _expand_round(
+    messages: list[dict[str, Any]], tool_round: ToolRound, names: NameMap, images: bool = True
+) -> None:
+    """One round: assistant turn (thinking, text, tool_use), then ONE user turn of results.
+
+    A result's images are image blocks inside its tool_result, after its text.
+    """
     content = _thinking_blocks(tool_round.provider_data)
     if tool_round.assistant_text and tool_round.assistant_text.strip():
         content.append(_text(tool_round.assistant_text))
@@ -58,7 +64,21 @@ def _expand_round(messages: list[dict[str, Any]], tool_round: ToolRound, names: 
         if result is None:  # cannot happen with a valid history; never send an orphan tool_use
             block.update(content="Error: no result", is_error=True)
         else:
-            if result.content:
+            if result.images and images:
+                block["content"] = [_text(result.content or "(image)")] + [
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": i.media_type,
+                            "data": i.base64(),
+                        },
+                    }
+                    for i in result.images
+                ]
+            elif result.images:
+                block["content"] = "\n".join([result.content, *placeholders(result.images)])
+            elif result.content:
                 block["content"] = result.content
             if not result.ok:
                 block["is_error"] = True
@@ -351,7 +371,7 @@ class AnthropicProvider(HttpProvider):
                 )
             else:
                 for tool_round in message.rounds or []:
-                    _expand_round(messages, tool_round, names)
+                    _expand_round(messages, tool_round, names, request.images)
                     used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
                 if message.content.strip():
                     final = _thinking_blocks(message.provider_data) + [_text(message.content)]

@@ -15,6 +15,7 @@ from typing import Any
 from ..messages import ToolCall, ToolResult
 from ..values import cut_middle, to_model_text
 from .approval import Approver, ask
+from .images import with_images
 from .tool import Tool
 
 DEFAULT_TOOL_TIMEOUT = 60.0
@@ -75,6 +76,7 @@ async def execute_round(
             limit = max(min(limit, budget), MIN_CALL_CHARS)
             result = _to_result(call, outcome, limit)
             budget -= len(result.content)
+            budget = with_images(result, outcome.value, limit, budget)  # figures, run_python
             results.append(result)
             if on_result is not None:
                 on_result(result)

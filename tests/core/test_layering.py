@@ -21,9 +21,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "nbagent"
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("nbagent.errors", "nbagent.redaction", "nbagent.markdown_text", "nbagent.values",
          "nbagent.logs", "nbagent._sync")),
+    (0, ("nbagent.images",)),
     (1, ("nbagent.messages",)),
     (2, ("nbagent.results", "nbagent.events")),
     (3, ("nbagent.tools",)),
+    (3, ("nbagent.kernel",)),
     (4, ("nbagent.providers", "nbagent.testing")),
     (5, ("nbagent.loop",)),
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render")),

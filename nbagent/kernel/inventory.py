@@ -1,0 +1,144 @@
+"""``list_variables``: a compact, bounded inventory of the user namespace.
+
+Only cheap, side-effect-free facts are read: the type, a DataFrame's shape and
+dtypes, an array's shape, a builtin container's length, a short repr of builtin
+scalars. No user ``__repr__`` or ``__len__`` runs (one that raises or hangs cannot
+stall the inventory) and no frame is copied, so 10,000 variables cost milliseconds.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from .namespace import KernelView
+
+__all__ = ["INVENTORY_CHARS", "inventory"]
+
+INVENTORY_CHARS = 4_000
+"""Upper bound of the inventory text."""
+MAX_COLUMNS = 20
+"""Columns listed per DataFrame (the rest are counted)."""
+SCALAR_CHARS = 60
+
+_SKIPPED = (
+    types.ModuleType,
+    type,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.BuiltinMethodType,
+)
+
+
+def _skip(value: Any) -> bool:
+    if isinstance(value, _SKIPPED):
+        return True
+    kind = type(value)
+    module = kind.__module__ or ""
+    # nbagent's own objects (tools, agents, results) and IPython's helpers are not data.
+    return module.startswith(("nbagent", "IPython", "ipykernel", "typing"))
+
+
+def _size(value: Any) -> int:
+    """Elements in a frame or array (what "largest" means when the inventory must cut)."""
+    shape = _shape(value)
+    if shape is None:
+        return 0
+    total = 1
+    for n in shape:
+        total *= int(n)
+    return total
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    module = type(value).__module__ or ""
+    if module.startswith(("pandas", "numpy", "polars", "xarray", "torch")):
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+            return shape
+    return None
+
+
+def describe(name: str, value: Any) -> str:
+    """One inventory line for ``name``."""
+    kind = type(value)
+    type_name = kind.__name__
+    module = kind.__module__ or ""
+    if module.startswith("pandas") and type_name == "DataFrame":
+        rows, cols = value.shape
+        dtypes = value.dtypes
+        shown = [
+            f"{c}: {t}"
+            for c, t in zip(dtypes.index[:MAX_COLUMNS], dtypes.iloc[:MAX_COLUMNS], strict=False)
+        ]
+        more = f", … {cols - MAX_COLUMNS} more columns" if cols > MAX_COLUMNS else ""
+        return f"{name}: DataFrame {rows} rows × {cols} columns [{', '.join(shown)}{more}]"
+    if module.startswith("pandas") and type_name == "Series":
+        label = f" name={value.name!r}" if isinstance(value.name, (str, int)) else ""
+        return f"{name}: Series {len(value)} rows, dtype {value.dtype}{label}"
+    shape = _shape(value)
+    if shape is not None:
+        dtype = getattr(value, "dtype", None)
+        return f"{name}: {type_name} shape {shape}" + (
+            f", dtype {dtype}" if dtype is not None else ""
+        )
+    if isinstance(value, (bool, int, float, complex)) or value is None:
+        return f"{name}: {type_name} = {_short(repr(value))}"
+    if isinstance(value, str):
+        return f"{name}: str, {len(value)} chars = {_short(repr(value))}"
+    if isinstance(value, (bytes, bytearray)):
+        return f"{name}: {type_name}, {len(value)} bytes"
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        unit = "keys" if isinstance(value, dict) else "items"
+        return f"{name}: {type_name}, {len(value)} {unit}"
+    qualified = type_name if module in ("builtins", "") else f"{module}.{type_name}"
+    return f"{name}: {qualified}"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SCALAR_CHARS else text[: SCALAR_CHARS - 1] + "…"
+
+
+def inventory(view: KernelView, limit: int = INVENTORY_CHARS) -> str:
+    """The inventory text: one line per variable.
+
+    Largest frames/arrays first, then the most recently defined; when it must cut,
+    the last line says what was left out.
+    """
+    entries: list[tuple[int, int, str, Any]] = []
+    for position, (name, value) in enumerate(list(view.ns.items())):
+        if view.is_hidden(name):
+            continue
+        try:
+            if _skip(value):
+                continue
+            size = _size(value)
+        except Exception:  # noqa: BLE001 - an odd object must not break the inventory
+            size = 0
+        entries.append((-size, -position, name, value))
+    if not entries:
+        return "The namespace holds no user variables."
+    entries.sort(key=lambda e: (e[0], e[1]))
+    lines: list[str] = []
+    used = 0
+    left: list[str] = []
+    for index, (_, _, name, value) in enumerate(entries):
+        if used >= limit:
+            left = [e[2] for e in entries[index:]]
+            break
+        try:
+            line = describe(name, value)
+        except Exception as exc:  # noqa: BLE001
+            line = f"{name}: {type(value).__name__} (not described: {type(exc).__name__})"
+        if used + len(line) + 1 > limit and lines:
+            left = [e[2] for e in entries[index:]]
+            break
+        lines.append(line)
+        used += len(line) + 1
+    header = f"{len(entries)} variables in the kernel"
+    if left:
+        names = ", ".join(left[:20]) + (", …" if len(left) > 20 else "")
+        lines.append(f"({len(left)} more not listed: {names})")
+        header += f", {len(entries) - len(left)} listed (largest and most recent first)"
+    return header + ":\n" + "\n".join(lines)
