@@ -87,6 +87,8 @@ class RunPythonOutput:
         self.code = code
         self.stdout = ""
         self.stderr = ""
+        self.printed = {"stdout": 0, "stderr": 0}
+        """Characters printed to each stream (more than was kept, for huge output)."""
         self.value: Any = None
         """The last expression's value (a DataFrame stays a DataFrame), or None."""
         self.has_value = False
@@ -126,10 +128,14 @@ class RunPythonOutput:
         """What the model reads: printed text, the value, displayed text, in that order."""
         parts: list[str] = []
         share = max(limit // 3, 200)
-        if self.stdout:
-            parts.append("stdout:\n" + cut_middle(self.stdout.rstrip("\n"), share)[0])
-        if self.stderr:
-            parts.append("stderr:\n" + cut_middle(self.stderr.rstrip("\n"), share)[0])
+        for stream in ("stdout", "stderr"):
+            text = getattr(self, stream).rstrip("\n")
+            if not text:
+                continue
+            shown, cut = cut_middle(text, share)
+            total = self.printed[stream]
+            label = f"{stream} ({total:,} characters, middle cut)" if cut else stream
+            parts.append(f"{label}:\n{shown}")
         for bundle in self.displays:
             text = (bundle.get("data") or {}).get("text/plain")
             if text and not any(k.startswith("image/") for k in bundle.get("data") or {}):
@@ -137,7 +143,8 @@ class RunPythonOutput:
         if self.has_value and not is_image_like(self.value):
             room = max(limit - sum(len(p) + 2 for p in parts) - 10, 200)
             try:
-                text, _ = to_model_text(self.value, room)
+                shown = repr(self.value) if isinstance(self.value, str) else self.value  # as Out
+                text, _ = to_model_text(shown, room)
             except Exception as exc:  # noqa: BLE001 - a broken repr is reported, not raised
                 text = f"<{type(self.value).__name__}: unprintable ({exc})>"
             parts.append("value:\n" + text)
@@ -215,6 +222,7 @@ def _execute(view: KernelView, code: str, filename: str) -> RunPythonOutput:
         sys.stdout, sys.stderr = saved
         output.displays = _restore_displays(shell, publisher)
         output.stdout, output.stderr = out.getvalue(), err.getvalue()
+        output.printed = {"stdout": out.total, "stderr": err.total}
     output.figures = [f for f in _open_figures() if f is not None and id(f) not in before]
     if error is not None:
         text = output.model_text(2_000) if (output.stdout or output.stderr) else ""
