@@ -42,6 +42,7 @@ def _cell_of(error: BaseException, view: KernelView) -> tuple[int | None, str | 
     while tb is not None:
         filenames.append(tb.tb_frame.f_code.co_filename)
         tb = tb.tb_next
+    fallback: str | None = None
     for filename in filenames:
         source = "".join(linecache.getlines(filename))
         if not source:
@@ -50,8 +51,9 @@ def _cell_of(error: BaseException, view: KernelView) -> tuple[int | None, str | 
             for number in range(len(history) - 1, 0, -1):
                 if history[number] and history[number].strip() == source.strip():
                     return number, source
-        return None, source
-    return None, None
+        if fallback is None and ("ipykernel_" in filename or filename.startswith("<ipython")):
+            fallback = source
+    return None, fallback
 
 
 def last_error_text(view: KernelView) -> str:
