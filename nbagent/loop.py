@@ -26,7 +26,7 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .images import accepts_images
+from .images import Image, accepts_images
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
 from .providers.base import (
     Finished,
@@ -74,6 +74,8 @@ class LoopSettings:
     """False: images in tool results reach the model as a text placeholder."""
     context: str | None = None
     """Text added to the system message of this run's requests (the kernel inventory)."""
+    attachments: list[Image] | None = None
+    """Images sent with this run's prompt (``{fig}``)."""
 
 
 def title_case(name: str) -> str:
@@ -153,7 +155,8 @@ class Run:
     # -- steps -------------------------------------------------------------------
 
     def _start(self) -> None:
-        self.conversation.messages.append(Message(role="user", content=self.prompt))
+        images = list(self.settings.attachments or ())
+        self.conversation.messages.append(Message("user", self.prompt, images=images))
         self.conversation.messages.append(self.message)
         self._emit(RunStarted(self.prompt, self.model_label, self.conversation.id))
         logger.info("run started: model=%s tools=%s", self.model_label, sorted(self.tools))

@@ -215,10 +215,14 @@ class Message:
     provider_data: dict[str, Any] | None = None
     """Opaque fields of the final assistant turn to echo back."""
     stop_reason: str | None = None
+    images: list[Image] = field(default_factory=list, repr=False)
+    """Images attached to a user message (``{fig}`` in ``%%agent``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """This value as plain JSON-ready data."""
         data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.images:
+            data["images"] = [image.to_dict() for image in self.images]
         if self.rounds is not None:
             data["rounds"] = [r.to_dict() for r in self.rounds]
         if self.usage is not None:
@@ -240,6 +244,7 @@ class Message:
             model=data.get("model"),
             provider_data=data.get("provider_data"),
             stop_reason=data.get("stop_reason"),
+            images=[Image.from_dict(i) for i in data.get("images") or ()],
         )
 
 

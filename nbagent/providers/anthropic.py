@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ProviderError
-from ..images import placeholders
+from ..images import Image, placeholders
 from ..messages import ToolCall, ToolRound, Usage
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .http import HttpProvider, SSEDecoder
@@ -66,15 +66,7 @@ def _expand_round(
         else:
             if result.images and images:
                 block["content"] = [_text(result.content or "(image)")] + [
-                    {
-                        "type": "image",
-                        "source": {
-                            "type": "base64",
-                            "media_type": i.media_type,
-                            "data": i.base64(),
-                        },
-                    }
-                    for i in result.images
+                    _image_block(i) for i in result.images
                 ]
             elif result.images:
                 block["content"] = "\n".join([result.content, *placeholders(result.images)])
@@ -94,6 +86,11 @@ def _append(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, An
         messages[-1]["content"].extend(blocks)
     else:
         messages.append({"role": role, "content": list(blocks)})
+
+
+def _image_block(image: Image) -> dict[str, Any]:
+    source = {"type": "base64", "media_type": image.media_type, "data": image.base64()}
+    return {"type": "image", "source": source}
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -364,11 +361,13 @@ class AnthropicProvider(HttpProvider):
                 system_parts.append(message.content)
             elif message.role == "user":
                 # Empty and whitespace-only text blocks are rejected by the API.
-                _append(
-                    messages,
-                    "user",
-                    [_text(message.content if message.content.strip() else "(empty)")],
-                )
+                text = message.content if message.content.strip() else "(empty)"
+                if message.images and not request.images:
+                    text = "\n".join([text, *placeholders(message.images)])
+                blocks = [_text(text)]
+                if request.images:
+                    blocks += [_image_block(i) for i in message.images]  # {fig}
+                _append(messages, "user", blocks)
             else:
                 for tool_round in message.rounds or []:
                     _expand_round(messages, tool_round, names, request.images)

@@ -286,7 +286,16 @@ class GeminiProvider(HttpProvider):
             if message.role == "system":
                 system_parts.append(message.content)
             elif message.role == "user":
-                _append(contents, "user", [{"text": message.content}])  # "" is accepted
+                text = message.content
+                if message.images and not request.images:
+                    text = "\n".join([text, *placeholders(message.images)])
+                parts: list[dict[str, Any]] = [{"text": text}]  # "" is accepted
+                if request.images:  # {fig}
+                    parts += [
+                        {"inlineData": {"mimeType": i.media_type, "data": i.base64()}}
+                        for i in message.images
+                    ]
+                _append(contents, "user", parts)
             else:
                 for tool_round in message.rounds or []:
                     _expand_round(contents, tool_round, names, request.images)

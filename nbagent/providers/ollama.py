@@ -221,7 +221,25 @@ def _tool_call(item: dict[str, Any]) -> ToolCall | None:
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as /api/chat messages (see providers/base.py)."""
-    return chat_messages(request, lambda message: _expand_assistant(message, request.images))
+    return chat_messages(
+        request,
+        lambda message: _expand_assistant(message, request.images),
+        lambda message: _expand_user(message, request.images),
+    )
+
+
+def _expand_user(message: Message, images: bool) -> dict[str, Any]:
+    """A prompt with images: its ``images`` field holds them as base64."""
+    if not images:
+        return {
+            "role": "user",
+            "content": "\n".join([message.content, *placeholders(message.images)]),
+        }
+    return {
+        "role": "user",
+        "content": message.content,
+        "images": [i.base64() for i in message.images],
+    }
 
 
 def _expand_assistant(message: Message, images: bool = True) -> list[dict[str, Any]]:

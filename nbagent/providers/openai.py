@@ -220,7 +220,23 @@ def tool_declaration(name: str, description: str, parameters: dict[str, Any]) ->
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as Chat Completions messages (see providers/base.py)."""
-    return chat_messages(request, lambda message: _expand_assistant(message, request.images))
+    return chat_messages(
+        request,
+        lambda message: _expand_assistant(message, request.images),
+        lambda message: _expand_user(message, request.images),
+    )
+
+
+def _expand_user(message: Message, images: bool) -> dict[str, Any]:
+    """A prompt with images: a text part, then one ``image_url`` part per image."""
+    if not images:
+        return {
+            "role": "user",
+            "content": "\n".join([message.content, *placeholders(message.images)]),
+        }
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    parts += [{"type": "image_url", "image_url": {"url": i.data_url()}} for i in message.images]
+    return {"role": "user", "content": parts}
 
 
 def _expand_assistant(message: Message, images: bool = True) -> list[dict[str, Any]]:
