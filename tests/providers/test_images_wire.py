@@ -184,3 +184,50 @@ async def test_non_image_from_an_image_tool_is_text(wire_server: WireServer) -> 
 def test_png_bytes_of_the_round_trip_decode() -> None:
     decoded = PILImage.open(io.BytesIO(_expected_png()))
     assert decoded.size == (64, 48)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "gemini", "ollama"])
+async def test_image_attached_to_the_prompt(wire_server: WireServer, kind: str) -> None:
+    """``{fig}`` in %%agent: the prompt's images, in each API's user turn."""
+    answers = {"openai": OpenAI.text_stream("Red."), "anthropic": Anthropic.stream("Red."),
+               "gemini": Gemini.text_stream("Red."),
+               "ollama": Reply.ndjson([*Ollama.text_chunks("Red."), Ollama.done()])}  # fmt: skip
+    wire_server.add(answers[kind])
+    agent = _agent(kind, wire_server)
+    await agent.run("Colour?", attachments=[to_image(_picture())])
+    (body,) = wire_server.bodies()
+    if kind == "anthropic":
+        assert body["messages"] == [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Colour?"},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": B64},
+                    },
+                ],
+            }
+        ]
+    elif kind == "gemini":
+        assert body["contents"] == [
+            {
+                "role": "user",
+                "parts": [
+                    {"text": "Colour?"},
+                    {"inlineData": {"mimeType": "image/png", "data": B64}},
+                ],
+            }
+        ]
+    elif kind == "ollama":
+        assert body["messages"] == [{"role": "user", "content": "Colour?", "images": [B64]}]
+    else:
+        assert body["messages"] == [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Colour?"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64," + B64}},
+                ],
+            }
+        ]
