@@ -215,3 +215,32 @@ def test_kernel_interrupt_stops_a_long_run_python(own_kernel: Kernel, tmp_path: 
     assert "False True" in out  # it started, and stopped long before its end
     assert "the user interrupted the kernel; the code was stopped" in out
     assert own_kernel.run("print(sum(range(4)))").strip() == "6"  # the next cell works
+
+
+@pytest.mark.parametrize(("answer", "defined"), [("y", "True"), ("n", "False")])
+def test_the_cell_shows_the_code_before_asking(
+    shared_kernel: Kernel, answer: str, defined: str
+) -> None:
+    shared_kernel.run(SALES + "\nos.environ.pop('NBAGENT_APPROVAL', None)")
+    shared_kernel.run("globals().pop('totals', None)")
+    reply, messages = shared_kernel.execute(
+        "%%agent --kernel\nrevenue per region?", allow_stdin=True, stdin_answer=answer
+    )
+    assert reply["content"]["status"] == "ok"
+    kinds = [m["msg_type"] for m in messages]
+    asked = kinds.index("input_request")
+    shown = [
+        i
+        for i, m in enumerate(messages)
+        if m["msg_type"] == "display_data"
+        and "nbagent-approval-code" in m["content"]["data"].get("text/html", "")
+    ]
+    # The code is shown with the question (iopub and stdin are separate channels, so
+    # their arrival order here says nothing); with "n" it is shown and never run.
+    assert shown
+    code = messages[shown[0]]["content"]["data"]["text/plain"]
+    assert code == "totals = sales.groupby('region')['revenue'].sum()\ntotals"
+    assert "allow run_python(" in messages[asked]["content"]["prompt"]
+    assert shared_kernel.run("print('totals' in globals())").strip() == defined
+    approval = _received(shared_kernel)["results"][1][3]
+    assert approval == ("approved by user" if answer == "y" else "denied by user")
