@@ -31,13 +31,28 @@ _SKIPPED = (
 )
 
 
-def _skip(value: Any) -> bool:
-    if isinstance(value, _SKIPPED):
-        return True
-    kind = type(value)
+_SKIP, _SHAPED, _PLAIN = 0, 1, 2
+_DATA_MODULES = ("pandas", "numpy", "polars", "xarray", "torch")
+
+
+def _category(kind: type) -> int:
+    """Whether values of ``kind`` are left out, sized by their shape, or listed plainly."""
+    if issubclass(kind, _SKIPPED):
+        return _SKIP
     module = kind.__module__ or ""
     # nbagent's own objects (tools, agents, results) and IPython's helpers are not data.
-    return module.startswith(("nbagent", "IPython", "ipykernel", "typing"))
+    if module.startswith(("nbagent", "IPython", "ipykernel", "typing")):
+        return _SKIP
+    return _SHAPED if module.startswith(_DATA_MODULES) else _PLAIN
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    module = type(value).__module__ or ""
+    if module.startswith(_DATA_MODULES):
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+            return shape
+    return None
 
 
 def _size(value: Any) -> int:
@@ -49,15 +64,6 @@ def _size(value: Any) -> int:
     for n in shape:
         total *= int(n)
     return total
-
-
-def _shape(value: Any) -> tuple[int, ...] | None:
-    module = type(value).__module__ or ""
-    if module.startswith(("pandas", "numpy", "polars", "xarray", "torch")):
-        shape = getattr(value, "shape", None)
-        if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
-            return shape
-    return None
 
 
 def describe(name: str, value: Any) -> str:
@@ -106,33 +112,41 @@ def inventory(view: KernelView, limit: int = INVENTORY_CHARS) -> str:
     Largest frames/arrays first, then the most recently defined; when it must cut,
     the last line says what was left out.
     """
-    entries: list[tuple[int, int, str, Any]] = []
-    for position, (name, value) in enumerate(list(view.ns.items())):
-        if view.is_hidden(name):
+    shaped: list[tuple[int, str, Any]] = []
+    plain: list[tuple[str, Any]] = []
+    categories: dict[type, int] = {}
+    hidden = view.hidden
+    for name, value in list(view.ns.items()):
+        if name.startswith("_") or name in hidden:
             continue
-        try:
-            if _skip(value):
-                continue
-            size = _size(value)
-        except Exception:  # noqa: BLE001 - an odd object must not break the inventory
-            size = 0
-        entries.append((-size, -position, name, value))
-    if not entries:
+        kind = type(value)
+        category = categories.get(kind)
+        if category is None:
+            category = categories[kind] = _category(kind)
+        if category == _SKIP:
+            continue
+        if category == _SHAPED:
+            try:
+                shaped.append((_size(value), name, value))
+            except Exception:  # noqa: BLE001 - an odd object must not break the inventory
+                plain.append((name, value))
+        else:
+            plain.append((name, value))
+    if not shaped and not plain:
         return "The namespace holds no user variables."
-    entries.sort(key=lambda e: (e[0], e[1]))
+    shaped.sort(key=lambda entry: -entry[0])  # largest first (stable: older first on ties)
+    plain.reverse()  # most recently defined first
+    entries = [(name, value) for _, name, value in shaped] + plain
     lines: list[str] = []
     used = 0
     left: list[str] = []
-    for index, (_, _, name, value) in enumerate(entries):
-        if used >= limit:
-            left = [e[2] for e in entries[index:]]
-            break
+    for index, (name, value) in enumerate(entries):
         try:
             line = describe(name, value)
         except Exception as exc:  # noqa: BLE001
             line = f"{name}: {type(value).__name__} (not described: {type(exc).__name__})"
-        if used + len(line) + 1 > limit and lines:
-            left = [e[2] for e in entries[index:]]
+        if used + len(line) + 1 > limit - 300 and lines:  # room for the last line
+            left = [entry[0] for entry in entries[index:]]
             break
         lines.append(line)
         used += len(line) + 1
