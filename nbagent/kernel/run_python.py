@@ -97,6 +97,17 @@ class RunPythonOutput:
         self.figures: list[Any] = []
         """matplotlib figures the code opened and left open."""
 
+    @property
+    def result_value(self) -> Any:
+        """What the panel and ``RunResult.tool_results`` show.
+
+        The last expression's value (a DataFrame stays a DataFrame), else the first
+        figure, else this output.
+        """
+        if self.has_value:
+            return self.value
+        return self.figures[0] if self.figures else self
+
     def __repr__(self) -> str:
         return f"RunPythonOutput(value={type(self.value).__name__}, figures={len(self.figures)})"
 

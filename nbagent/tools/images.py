@@ -49,6 +49,8 @@ def with_images(result: ToolResult, value: Any, limit: int, budget: int) -> int:
     """
     if not result.ok:
         return budget
+    if hasattr(value, "result_value"):  # run_python: a DataFrame value stays a DataFrame
+        result.value = value.result_value
     text_of = getattr(value, "model_text", None)
     if callable(text_of) and not is_image_like(value):
         try:
