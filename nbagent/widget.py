@@ -416,7 +416,10 @@ class ChatWidget(widgets.VBox):
             row.add_class("nbagent-chat-approval")
             return row
         # run_python: the code, highlighted, before it runs; and "allow for this run"
-        allow = widgets.Button(description="Allow for this run")
+        question.value = f"Allow {call.name} to run this code?"
+        allow = widgets.Button(
+            description="Allow for this run", layout=widgets.Layout(width="auto")
+        )
         allow.add_class("nbagent-chat-allow-run")
         allow.on_click(lambda _b: self.allow_for_run(call.id))
         preview = widgets.HTML(code_html(code), layout=widgets.Layout(width="100%"))
