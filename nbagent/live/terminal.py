@@ -90,7 +90,11 @@ class TerminalPrinter:
         self.end_line()
         code = code_of(call)
         if code is not None:
-            self._write(code_ansi(code).rstrip("\n") + "\n")
+            # The model's text is made safe first; only pygments' own colours are added.
+            coloured = code_ansi(terminal_safe(code)).rstrip("\n") + "\n"
+            sys.stdout.write(coloured)
+            sys.stdout.flush()
+            self._at_line_start = True
         return ask_on_stdin(call, tool)
 
     def finish(self, transcript: Transcript, *, error: BaseException | None) -> None:

@@ -89,3 +89,31 @@ def test_non_images_are_refused_with_a_clear_error(value: object) -> None:
 def test_broken_png_bytes_are_refused() -> None:
     with pytest.raises(ValueError, match="IHDR"):
         to_image(b"\x89PNG\r\n\x1a\n" + b"\0" * 30)
+
+
+async def test_images_are_charged_to_the_round_budget() -> None:
+    from PIL import Image as PILImage
+
+    from nbagent import Agent
+    from nbagent.testing import ScriptedModel, call, reply
+    from nbagent.tools import Tool
+
+    def photo(n: int) -> object:
+        """A large photo."""
+        return PILImage.new("RGB", (2048, 2048), (n * 60, 0, 0))
+
+    def script(request: object) -> object:
+        if request.round_index == 0:  # type: ignore[attr-defined]
+            return reply("", [call("photo", n=i) for i in range(3)])
+        return reply("seen")
+
+    agent = Agent(ScriptedModel(script), tools=[Tool(photo)], store=None)
+    result = await agent.run("show me")
+    (tool_round,) = result.rounds
+    sent = [len(r.images) for r in tool_round.results]
+    cost = to_image(photo(0)).cost  # 1024×1024: 1,398 tokens ≈ 5,592 characters
+    assert cost == 5_592
+    assert sent == [1, 1, 0]  # 16,000 characters: two images fit, the third does not
+    assert tool_round.results[2].content == (
+        "[image 1: 1024×1024 PNG, not sent: round budget spent]"
+    )
