@@ -237,12 +237,42 @@ def _from_pil(picture: Any, max_side: int, media_type: str = "image/png") -> Ima
 
 
 def _from_figure(figure: Any, max_side: int) -> Image:
-    """Render a figure at a dpi that keeps its longest side within ``max_side``."""
+    """Render a figure at a dpi that keeps its longest side within ``max_side``.
+
+    Drawn on a renderer of its own (the figure's canvas is left alone) and encoded
+    by Pillow with fast compression: ``savefig`` costs several times more.
+    """
     inches_w, inches_h = figure.get_size_inches()
     dpi = float(figure.dpi)
-    longest = max(inches_w, inches_h) * dpi
-    if longest > max_side:
+    if max(inches_w, inches_h) * dpi > max_side:
         dpi = max_side / max(inches_w, inches_h)
+    try:
+        from matplotlib.backends.backend_agg import RendererAgg
+        from PIL import Image as PILImage
+    except ImportError:
+        return _from_savefig(figure, dpi, max_side)
+    width = max(1, min(max_side, round(inches_w * dpi)))
+    height = max(1, min(max_side, round(inches_h * dpi)))
+    saved_dpi = figure.dpi
+    try:
+        if dpi != saved_dpi:
+            figure.dpi = dpi
+        renderer = RendererAgg(width, height, dpi)  # type: ignore[no-untyped-call]
+        figure.draw(renderer)
+        pixels = renderer.buffer_rgba()  # type: ignore[no-untyped-call]
+        picture = PILImage.frombuffer("RGBA", (width, height), pixels, "raw", "RGBA", 0, 1)
+    finally:
+        if figure.dpi != saved_dpi:
+            figure.dpi = saved_dpi
+    extrema: Any = picture.getextrema()
+    if extrema[3][0] == 255:  # opaque: RGB is a quarter smaller to encode
+        picture = picture.convert("RGB")
+    out = io.BytesIO()
+    picture.save(out, format="PNG", compress_level=1)
+    return Image(out.getvalue(), "image/png", width, height)
+
+
+def _from_savefig(figure: Any, dpi: float, max_side: int) -> Image:
     out = io.BytesIO()
     figure.savefig(out, format="png", dpi=dpi)
     data = out.getvalue()

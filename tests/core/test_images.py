@@ -117,3 +117,24 @@ async def test_images_are_charged_to_the_round_budget() -> None:
     assert tool_round.results[2].content == (
         "[image 1: 1024×1024 PNG, not sent: round budget spent]"
     )
+
+
+def test_figure_rendering_leaves_the_figure_as_it_was() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    from PIL import Image as PILImage
+
+    figure = Figure(figsize=(6.4, 4.8), dpi=200)  # 1280×960 at its own dpi
+    figure.add_subplot().plot([3, 1, 2])
+    canvas = figure.canvas
+    image = to_image(figure)
+    assert (image.width, image.height) == (1024, 768)
+    assert figure.dpi == 200 and figure.canvas is canvas
+    assert PILImage.open(io.BytesIO(image.data)).mode == "RGB"  # opaque: no alpha channel
+
+    clear = Figure(figsize=(2, 1), dpi=100)
+    clear.patch.set_alpha(0.0)  # a transparent background keeps its alpha
+    decoded = PILImage.open(io.BytesIO(to_image(clear).data))
+    assert decoded.mode == "RGBA" and decoded.size == (200, 100)
