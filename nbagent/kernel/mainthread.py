@@ -42,11 +42,11 @@ class MainThreadJob:
         self._state = "waiting"  # -> running -> done
         self._timed_out = False
 
-    def run(self) -> None:
+    def run(self, on_interrupt: Callable[[], object] | None = None) -> None:
         """Run the function here.
 
-        A KeyboardInterrupt that was not our timeout is re-raised after the waiting
-        tool got its answer (the driver then stops the run).
+        A KeyboardInterrupt that was not our timeout calls ``on_interrupt`` (before
+        the waiting tool gets its answer), then is re-raised.
         """
         with self._lock:
             if self._state != "waiting":  # withdrawn (timed out before it started)
@@ -58,6 +58,8 @@ class MainThreadJob:
             with self._lock:
                 self._state = "done"
                 timed_out = self._timed_out
+            if not timed_out and on_interrupt is not None:
+                on_interrupt()
             self.future.set_exception(JobTimedOut() if timed_out else exc)
             if not timed_out:
                 raise

@@ -210,9 +210,11 @@ def test_kernel_interrupt_stops_a_long_run_python(own_kernel: Kernel, tmp_path: 
     assert reply["content"]["status"] == "ok"
     out = own_kernel.run(
         "r = nbagent.magic.current_agent().conversation.messages[-1].rounds[-1].results[-1]\n"
-        "print(r.ok, i < 599)\nprint(r.content)"
+        "print(r.ok, i < 599, nbagent.magic.current_agent().last_result.stop_reason)\n"
+        "print(r.content)"
     )
-    assert "False True" in out  # it started, and stopped long before its end
+    # It started and stopped long before its end, the model was told, and the run stopped.
+    assert "False True cancelled" in out
     assert "the user interrupted the kernel; the code was stopped" in out
     assert own_kernel.run("print(sum(range(4)))").strip() == "6"  # the next cell works
 
