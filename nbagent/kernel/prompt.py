@@ -113,7 +113,7 @@ def interpolate_prompt(
                     raise PromptError(
                         f"{{{label}}} in the prompt: no attribute {attr!r}."
                     ) from None
-        if is_image_like(value) and not isinstance(value, (bytes, bytearray, memoryview)):
+        if is_image_like(value):  # a figure, PIL image, IPython Image, PNG/JPEG bytes
             try:
                 image = to_image(value)
             except (TypeError, ValueError) as exc:

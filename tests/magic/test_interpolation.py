@@ -76,3 +76,16 @@ def test_fig_attaches_the_image_to_the_prompt(shell: Any) -> None:
     assert [(i.media_type, i.width, i.height) for i in user.images] == [("image/png", 400, 300)]
     note = shell.display_pub.outputs[0]["data"]["text/plain"]
     assert note == "Sent to the model: fig as a 400×300 PNG image."
+
+
+def test_png_bytes_are_attached_and_other_bytes_are_text(shell: Any) -> None:
+    import io
+
+    from PIL import Image as PILImage
+
+    out = io.BytesIO()
+    PILImage.new("RGB", (8, 6)).save(out, format="PNG")
+    shell.user_ns["png"] = out.getvalue()
+    shell.user_ns["blob"] = b"not an image"
+    model = run(shell, "{png} and {blob}")
+    assert model.requests[0].prompt == "[image 1: png, 8×6 PNG, attached] and b'not an image'"
