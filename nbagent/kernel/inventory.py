@@ -89,14 +89,15 @@ def describe(name: str, value: Any) -> str:
         return f"{name}: {type_name} shape {shape}" + (
             f", dtype {dtype}" if dtype is not None else ""
         )
-    if isinstance(value, (bool, int, float, complex)) or value is None:
+    # Exact builtin types only: a subclass's own __repr__/__len__ could raise or hang.
+    if kind in (bool, int, float, complex) or value is None:
         return f"{name}: {type_name} = {_short(repr(value))}"
-    if isinstance(value, str):
+    if kind is str:
         return f"{name}: str, {len(value)} chars = {_short(repr(value))}"
-    if isinstance(value, (bytes, bytearray)):
+    if kind in (bytes, bytearray):
         return f"{name}: {type_name}, {len(value)} bytes"
-    if isinstance(value, (list, tuple, dict, set, frozenset)):
-        unit = "keys" if isinstance(value, dict) else "items"
+    if kind in (list, tuple, dict, set, frozenset):
+        unit = "keys" if kind is dict else "items"
         return f"{name}: {type_name}, {len(value)} {unit}"
     qualified = type_name if module in ("builtins", "") else f"{module}.{type_name}"
     return f"{name}: {qualified}"

@@ -28,6 +28,14 @@ class BadRepr:
         raise RuntimeError("repr is broken")
 
 
+class SneakyList(list):  # type: ignore[type-arg]
+    def __len__(self) -> int:
+        raise RuntimeError("len is broken")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr is broken")
+
+
 class HangingRepr:
     def __init__(self) -> None:
         self.release = threading.Event()
@@ -59,13 +67,15 @@ def test_inventory_lists_data_and_leaves_out_code_and_ipython_names() -> None:
         "rate": 0.25,
         "title": "Quarterly report",
         "bad": BadRepr(),
+        "sneaky": SneakyList([1]),
     }
     text = tools(ns)["list_variables"]()
     assert text.splitlines() == [
-        "7 variables in the kernel:",
+        "8 variables in the kernel:",
         "arr: ndarray shape (3, 4), dtype float64",
         "df: DataFrame 2 rows × 2 columns [a: int64, b: str]",
         "s: Series 2 rows, dtype float64 name='price'",
+        f"sneaky: {SneakyList.__module__}.SneakyList",
         f"bad: {BadRepr.__module__}.BadRepr",
         "title: str, 16 chars = 'Quarterly report'",
         "rate: float = 0.25",
