@@ -117,7 +117,10 @@ def inspect_text(view: KernelView, name: str, rows: int = 5) -> str:
     if shape is not None:
         lines.append(f"shape: {tuple(shape)}, dtype: {getattr(value, 'dtype', '?')}")
     elif isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
-        lines.append(f"length: {len(value)}")
+        try:
+            lines.append(f"length: {len(value)}")
+        except Exception as exc:  # noqa: BLE001 - a subclass's broken __len__ is a fact too
+            lines.append(f"length: <len raised {type(exc).__name__}: {exc}>")
     lines.append("repr: " + _safe_repr(value))
     if module != "builtins":
         try:

@@ -121,6 +121,9 @@ def test_inspect_dotted_and_subscripted_names() -> None:
 def test_inspect_a_broken_repr_reports_it() -> None:
     text = tools({"bad": BadRepr()})["inspect_variable"]("bad")
     assert "repr: <repr raised RuntimeError: repr is broken>" in text
+    text = tools({"sneaky": SneakyList([1])})["inspect_variable"]("sneaky")
+    assert "length: <len raised RuntimeError: len is broken>" in text
+    assert "repr: <repr raised RuntimeError: repr is broken>" in text
 
 
 async def test_a_hanging_repr_times_out_as_a_tool_error() -> None:
