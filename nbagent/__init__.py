@@ -54,6 +54,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "history",
+    "kernel_tools",
     "load_ipython_extension",
     "tool",
 ]
@@ -67,6 +68,16 @@ def history(**options: typing.Any) -> typing.Any:
     from .store import history as _history
 
     return _history(**options)
+
+
+def kernel_tools(**options: typing.Any) -> typing.Any:
+    """The kernel toolset; see :func:`nbagent.kernel.kernel_tools`.
+
+    list_variables, inspect_variable, run_python, last_error and propose_cell.
+    """
+    from .kernel import kernel_tools as _kernel_tools
+
+    return _kernel_tools(**options)
 
 
 def load_ipython_extension(ipython: typing.Any) -> None:

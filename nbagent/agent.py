@@ -57,6 +57,8 @@ class Agent:
         replay: str | os.PathLike[str] | None = None,
         replay_fallback: bool = False,
         env: Mapping[str, str] | None = None,
+        images: bool = True,
+        kernel: bool = False,
         **provider_options: Any,
     ) -> None:
         self._provider: Provider | None = None
@@ -84,7 +86,11 @@ class Agent:
             approver=approver,
             max_output_tokens=max_output_tokens,
             temperature=temperature,
+            images=images,
         )
+        self.kernel = kernel
+        """True: the kernel tools are offered and each run's system message carries the
+        kernel's variable inventory (``%%agent --kernel``, see :mod:`nbagent.kernel`)."""
         self.conversation = Conversation(system=system)
         self.last_result: RunResult | None = None
         self._run: Run | None = None
@@ -217,6 +223,11 @@ class Agent:
     def _new_run(self, prompt: str, **overrides: Any) -> Run:
         tools = self.tools if overrides.get("tools") is None else as_tools(overrides["tools"])
         overrides.pop("tools", None)
+        if overrides.pop("kernel", self.kernel):
+            from .kernel import kernel_context, kernel_tools
+
+            tools = {**{t.name: t for t in kernel_tools()}, **tools}  # the user's own win
+            overrides.setdefault("context", kernel_context())
         settings = self.settings
         if overrides:
             settings = LoopSettings(**{**settings.__dict__, **overrides})

@@ -27,6 +27,7 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from .images import Image, accepts_images
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
 from .providers.base import (
     Finished,
@@ -70,6 +71,12 @@ class LoopSettings:
     approver: Approver | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    images: bool = True
+    """False: images in tool results reach the model as a text placeholder."""
+    context: str | None = None
+    """Text added to the system message of this run's requests (the kernel inventory)."""
+    attachments: list[Image] | None = None
+    """Images sent with this run's prompt (``{fig}``)."""
 
 
 def title_case(name: str) -> str:
@@ -162,7 +169,8 @@ class Run:
     # -- steps -------------------------------------------------------------------
 
     def _start(self) -> None:
-        self.conversation.messages.append(Message(role="user", content=self.prompt))
+        images = list(self.settings.attachments or ())
+        self.conversation.messages.append(Message("user", self.prompt, images=images))
         self.conversation.messages.append(self.message)
         self._emit(RunStarted(self.prompt, self.model_label, self.conversation.id))
         logger.info("run started: model=%s tools=%s", self.model_label, sorted(self.tools))
@@ -248,7 +256,8 @@ class Run:
         """One model request; returns its text, complete calls, usage and opaque data."""
         settings = self.settings
         request = ModelRequest(
-            system=self.conversation.system,
+            system="\n\n".join(p for p in (self.conversation.system, settings.context) if p)
+            or None,
             messages=self.conversation.messages,
             tools=[t.spec for t in self.tools.values()],
             tool_choice="none" if forced else "auto",
@@ -256,6 +265,7 @@ class Run:
             stream=settings.stream,
             max_output_tokens=settings.max_output_tokens,
             temperature=settings.temperature,
+            images=settings.images and accepts_images(self.provider.model),
         )
         logger.info("round %d: model request (forced final=%s)", round_index + 1, forced)
         self._partial_text = []

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import keyword
-import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +29,9 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from .agent import Agent
 from .errors import ConfigError, NbAgentError
+from .kernel.prompt import Interpolated, PromptError, interpolate_prompt
 from .safe_text import clean
 from .tools import REGISTRY, Tool
-from .values import prompt_text
 
 if TYPE_CHECKING:
     from .live import LiveRun, Sink
@@ -95,38 +94,27 @@ def current_agent(shell: Any = None) -> Agent:
 
 # --- prompt interpolation ----------------------------------------------------------
 
-_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
-
 
 def interpolate(text: str, namespace: dict[str, Any]) -> str:
     """Replace ``{name}`` (or ``{name.attr}``) from ``namespace``; ``{{``/``}}`` are literal.
 
+    Also ``{In[3]}``, ``{Out[3]}``, ``{_}`` and ``{Err}`` (see :func:`interpolate_fields`).
     Braces around anything that is not a name (JSON, set literals) are left alone.
     """
+    return interpolate_fields(text, namespace).text
 
-    def replace(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if token == "{{":
-            return "{"
-        if token == "}}":
-            return "}"
-        head, *attrs = match.group(1).split(".")
-        if head not in namespace:
-            raise UsageError(
-                f"{{{match.group(1)}}} in the prompt: {head!r} is not defined in the notebook "
-                "(write {{ and }} for literal braces)."
-            )
-        value = namespace[head]
-        for attr in attrs:
-            try:
-                value = getattr(value, attr)
-            except AttributeError:
-                raise UsageError(
-                    f"{{{match.group(1)}}} in the prompt: no attribute {attr!r}."
-                ) from None
-        return prompt_text(value)
 
-    return _FIELD.sub(replace, text)
+def interpolate_fields(text: str, namespace: dict[str, Any]) -> Interpolated:
+    """The prompt with its fields replaced, the images it attaches and what was shortened."""
+    from .kernel import current_view
+    from .kernel.errors import last_error_text
+
+    try:
+        return interpolate_prompt(
+            text, namespace, last_error=lambda: last_error_text(current_view())
+        )
+    except PromptError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # --- the magics ------------------------------------------------------------------------
@@ -136,6 +124,13 @@ def _display(bundle: dict[str, str]) -> Any:
     from IPython.core.display_functions import display
 
     return display(bundle, raw=True, display_id=True)
+
+
+def _note_html(note: str) -> str:
+    import html
+
+    style = "font-size:0.85em;color:#666;margin:0 0 2px 0"
+    return f'<div class="nbagent-sent-note" style="{style}">{html.escape(note)}</div>'
 
 
 def _unquote(value: str | None) -> str | None:
@@ -244,6 +239,9 @@ class AgentMagics(Magics):
     @argument("--system", help="system prompt (kept for the rest of the conversation)")
     @argument("--out", default="_agent", help="variable receiving the RunResult")
     @argument("--no-stream", action="store_true", help="ask the model for a non-streamed reply")
+    @argument(
+        "-k", "--kernel", action="store_true", help="kernel tools, and the variables as context"
+    )
     @cell_magic("agent")  # type: ignore[arg-type, unused-ignore]
     def agent_cell(self, line: str, cell: str) -> None:
         """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
@@ -256,7 +254,8 @@ class AgentMagics(Magics):
         overrides = self._overrides(args)
         if not args.out.isidentifier() or keyword.iskeyword(args.out):
             raise UsageError(f"--out {args.out!r} is not a valid variable name.")
-        prompt = interpolate(cell, self._ns).strip()
+        fields = interpolate_fields(cell, self._ns)
+        prompt = fields.text.strip()
         if not prompt:
             raise UsageError("%%agent: write the prompt in the cell body.")
         agent = self.get_agent(args.model)
@@ -275,6 +274,11 @@ class AgentMagics(Magics):
         sink: Sink = (
             CellDisplay(_display) if supports_live_updates(self.shell) else TerminalPrinter()
         )
+        if fields.images:
+            overrides["attachments"] = fields.images  # {fig}: the images go with the prompt
+        note = fields.summary()
+        if note is not None:  # the user sees what was sent in place of their values
+            _display({"text/plain": note, "text/html": _note_html(note)})
         run = LiveRun(agent, prompt, sink, overrides=overrides)
         self.last_run = run
         try:
@@ -303,6 +307,8 @@ class AgentMagics(Magics):
             overrides["timeout"] = args.timeout
         if args.no_stream:
             overrides["stream"] = False
+        if getattr(args, "kernel", False):
+            overrides["kernel"] = True
         return overrides
 
     def _tools(self, spec: str) -> list[Tool]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .bounded import dumps
+from .images import Image
 from .markdown_text import code_fence, code_span, inline_text
 from .redaction import scrub
 
@@ -126,6 +127,9 @@ class ToolResult:
     preview: tuple[str | None, str | None] | None = field(default=None, repr=False, compare=False)
     """``(type name, JSON preview)`` of ``value``, computed off the event loop when the
     tool returned (the history stores it; None: compute it from ``value``)."""
+    images: list[Image] = field(default_factory=list, repr=False)
+    """Images the model is shown with this result (a figure the tool returned or that
+    ``run_python`` drew); each adapter places them as its API allows."""
 
     def to_dict(self) -> dict[str, Any]:
         """This value as plain JSON-ready data."""
@@ -142,6 +146,8 @@ class ToolResult:
             data["traceback"] = self.traceback
         if self.approval:
             data["approval"] = self.approval
+        if self.images:
+            data["images"] = [image.to_dict() for image in self.images]
         return data
 
     @classmethod
@@ -157,6 +163,7 @@ class ToolResult:
             truncated=bool(data.get("truncated", False)),
             traceback=data.get("traceback"),
             approval=data.get("approval"),
+            images=[Image.from_dict(i) for i in data.get("images") or ()],
         )
 
 
@@ -213,10 +220,14 @@ class Message:
     provider_data: dict[str, Any] | None = None
     """Opaque fields of the final assistant turn to echo back."""
     stop_reason: str | None = None
+    images: list[Image] = field(default_factory=list, repr=False)
+    """Images attached to a user message (``{fig}`` in ``%%agent``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """This value as plain JSON-ready data."""
         data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.images:
+            data["images"] = [image.to_dict() for image in self.images]
         if self.rounds is not None:
             data["rounds"] = [r.to_dict() for r in self.rounds]
         if self.usage is not None:
@@ -238,6 +249,7 @@ class Message:
             model=data.get("model"),
             provider_data=data.get("provider_data"),
             stop_reason=data.get("stop_reason"),
+            images=[Image.from_dict(i) for i in data.get("images") or ()],
         )
 
 

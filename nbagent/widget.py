@@ -30,6 +30,10 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from .agent import Agent
+from .kernel import current_view
+from .kernel.display import code_html, code_of
+from .kernel.errors import last_error_text
+from .kernel.prompt import Interpolated, PromptError, interpolate_prompt
 from .live import UPDATE_INTERVAL, LiveRun, stop_text
 from .messages import ToolCall
 from .render import APPROVAL_LIMIT, Transcript, call_signature, escape
@@ -92,12 +96,16 @@ class _Turn:
 
     interval = UPDATE_INTERVAL
 
-    def __init__(self, chat: ChatWidget, prompt: str) -> None:
+    def __init__(self, chat: ChatWidget, prompt: str, fields: Interpolated | None = None) -> None:
         self.chat = chat
         self.prompt = prompt
+        self.note = fields.summary() if fields is not None else None
+        """What was sent in place of shortened ``{name}`` values, shown under the message."""
         self.view = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.view.add_class("nbagent-turn-view")
-        self.run = LiveRun(chat.agent, prompt, self)
+        sent = fields.text if fields is not None else prompt
+        overrides = {"attachments": fields.images} if fields is not None and fields.images else {}
+        self.run = LiveRun(chat.agent, sent, self, overrides=overrides)
         self.error: str | None = None
         self._status = ""
 
@@ -115,6 +123,10 @@ class _Turn:
             '<div class="nbagent-user"><div class="nbagent-user-label">You</div>',
             escape(self.prompt),
             "</div>",
+        ]
+        if self.note:
+            parts.append(f'<div class="nbagent-sent-note">{escape(self.note)}</div>')
+        parts += [
             self.transcript.html(),
         ]
         if self.error:
@@ -191,6 +203,7 @@ class ChatWidget(widgets.VBox):
         self.task: asyncio.Task[RunResult | None] | None = None
         self.last_result: RunResult | None = None
         self._pending: dict[str, tuple[ToolCall, asyncio.Future[bool], widgets.Widget]] = {}
+        self._allowed_this_run: set[str] = set()
 
         self.status = widgets.Label("Ready", layout=widgets.Layout(flex="1 1 auto"))
         self.status.add_class("nbagent-chat-status")
@@ -278,6 +291,10 @@ class ChatWidget(widgets.VBox):
         text = text.strip()
         if not text:
             return None
+        fields = _interpolate(text)
+        if isinstance(fields, str):  # a {name} that is not defined: say so, send nothing
+            self.status.value = fields
+            return None
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -285,7 +302,8 @@ class ChatWidget(widgets.VBox):
                 "ChatWidget.submit needs a running event loop (a Jupyter kernel or an "
                 "async function); in a plain script use Agent.run_sync"
             ) from None
-        turn = _Turn(self, text)
+        turn = _Turn(self, text, fields)
+        self._allowed_this_run.clear()
         self.turns.append(turn)
         self.transcript.children = (*self.transcript.children, turn.view)
         turn.draw()
@@ -309,6 +327,13 @@ class ChatWidget(widgets.VBox):
 
     def approve(self, call_id: str) -> None:
         """Let the waiting call ``call_id`` run (its Approve button)."""
+        self._decide(call_id, True)
+
+    def allow_for_run(self, call_id: str) -> None:
+        """Approve ``call_id`` and every later call of the same tool in this run."""
+        entry = self._pending.get(call_id)
+        if entry is not None:
+            self._allowed_this_run.add(entry[0].name)
         self._decide(call_id, True)
 
     def deny(self, call_id: str) -> None:
@@ -360,6 +385,8 @@ class ChatWidget(widgets.VBox):
 
     async def _ask_user(self, call: ToolCall) -> tuple[bool, str]:
         """Wait for Approve/Deny (buttons or methods) on ``call``."""
+        if call.name in self._allowed_this_run:
+            return True, "user (allowed for this run)"
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         row = self._approval_row(call)
         self._pending[call.id] = (call, future, row)
@@ -383,7 +410,21 @@ class ChatWidget(widgets.VBox):
         deny.add_class("nbagent-chat-deny")
         approve.on_click(lambda _b: self.approve(call.id))
         deny.on_click(lambda _b: self.deny(call.id))
-        row = widgets.HBox([question, approve, deny])
+        code = code_of(call)
+        if code is None:
+            row: widgets.Widget = widgets.HBox([question, approve, deny])
+            row.add_class("nbagent-chat-approval")
+            return row
+        # run_python: the code, highlighted, before it runs; and "allow for this run"
+        question.value = f"Allow {call.name} to run this code?"
+        allow = widgets.Button(
+            description="Allow for this run", layout=widgets.Layout(width="auto")
+        )
+        allow.add_class("nbagent-chat-allow-run")
+        allow.on_click(lambda _b: self.allow_for_run(call.id))
+        preview = widgets.HTML(code_html(code), layout=widgets.Layout(width="100%"))
+        preview.add_class("nbagent-chat-approval-code")
+        row = widgets.VBox([preview, widgets.HBox([question, approve, allow, deny])])
         row.add_class("nbagent-chat-approval")
         return row
 
@@ -428,6 +469,21 @@ class ChatWidget(widgets.VBox):
     def _set_busy(self, busy: bool) -> None:
         self.send_button.disabled = busy
         self.stop_button.disabled = not busy
+
+
+def _interpolate(text: str) -> Interpolated | str:
+    """``{name}`` fields from the kernel's namespace (an error message if one is undefined)."""
+    from IPython.core.getipython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or "{" not in text:
+        return Interpolated(text)
+    try:
+        return interpolate_prompt(
+            text, shell.user_ns, last_error=lambda: last_error_text(current_view(shell))
+        )
+    except PromptError as exc:
+        return str(exc)
 
 
 def _javascript(code: str) -> Any:

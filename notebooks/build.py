@@ -832,12 +832,173 @@ print("the model called get_weather and answered")
 ]
 
 
+KERNEL = [
+    md("""
+# Ask your data: the agent works in your kernel
+
+With `%%agent --kernel` the model sees the variables of this notebook (names,
+types, DataFrame shapes and dtypes), can look closer at one, can **run Python in
+this kernel** (after you approve the code), read the last error, propose a cell,
+and look at the plots it draws. Everything here runs on a `ScriptedModel`, so the
+notebook executes the same way every time; with a real model (`%agent model
+openai:gpt-4o-mini`, or the embedded default) the cells are the same.
+"""),
+    code("""
+import os
+
+import numpy as np
+import pandas as pd
+
+import nbagent
+from nbagent.testing import ScriptedModel, call, reply
+
+%load_ext nbagent
+
+rng = np.random.default_rng(6)
+sales = pd.DataFrame({
+    "region": rng.choice(["north", "south", "east", "west"], 50),
+    "month": np.arange(50) % 12 + 1,
+    "units": rng.integers(1, 100, 50),
+    "revenue": rng.uniform(10, 1000, 50).round(2),
+})
+sales.head(3)
+"""),
+    md("""
+## What the model is told
+
+`--kernel` adds the kernel tools and puts the inventory of your variables in the
+run's system message, so the model knows what exists without asking. This is that
+inventory (what `list_variables` returns):
+"""),
+    code(
+        """
+from nbagent.kernel import inventory_text
+
+print(inventory_text())
+""",
+        CHECK,
+    ),
+    md("""
+## Running pandas in the kernel, with approval
+
+The scripted analyst below answers like a model would: it runs a groupby in the
+kernel, then answers from what the code returned. `run_python` asks for approval
+first: in Jupyter the cell shows the code, highlighted, and asks `y/N`. Here (the
+notebook also runs unattended in the test suite) the `NBAGENT_APPROVAL` policy
+answers instead: `allow:run_python` allows that one tool.
+"""),
+    code("""
+def analyst(request):
+    results = request.tool_results
+    if "region" in request.prompt and not results:
+        code = "totals = sales.groupby('region')['revenue'].sum().round(2)\\ntotals"
+        return reply("Let me compute that.", [call("run_python", code=code)])
+    if "plot" in request.prompt and not results:
+        code = "ax = totals.plot.bar(title='Revenue by region')\\nax.figure"
+        return reply("", [call("run_python", code=code)])
+    if "plot" in request.prompt:
+        (image,) = results[-1].images
+        return reply(f"I looked at the {image.width}×{image.height} chart: one bar per region.")
+    if "per month" in request.prompt and not results:
+        code = "sales.groupby('month')['units'].sum().plot()"
+        return reply("", [call("propose_cell", code=code)])
+    if "per month" in request.prompt:
+        return reply("I put a cell below for you to run.")
+    return reply("Totals per region:\\n\\n" + results[-1].content)
+
+
+nbagent.magic.use(nbagent.Agent(ScriptedModel(analyst), tools=[]))
+os.environ["NBAGENT_APPROVAL"] = "allow:run_python"
+"""),
+    code(
+        """
+%%agent --kernel
+What is the revenue per region?
+""",
+        ["nbval-ignore-output"],
+    ),
+    md("""
+The code ran in *your* namespace: `totals` is a variable of this notebook now
+(it was not added to the cell history). The round panel above shows the code, its
+approval and what it returned.
+"""),
+    code(
+        """
+print(totals)
+print(_agent.tool_results[0].equals(totals))  # the DataFrame/Series itself
+""",
+        CHECK,
+    ),
+    md("""
+## A plot the model looks at
+
+Figures that `run_python` draws (and images a tool returns) go to the model as
+images, downscaled to at most 1,024 px on the longest side, in the form each API
+accepts. `Agent(images=False)` sends a placeholder text instead.
+"""),
+    code(
+        """
+%%agent --kernel
+Make a plot of the totals and tell me what you see.
+""",
+        ["nbval-ignore-output"],
+    ),
+    code(
+        """
+print(_agent.output)
+""",
+        CHECK,
+    ),
+    md("""
+## A proposed cell
+
+`propose_cell` never runs anything: in Jupyter the code appears in a new cell
+below this one when the cell finishes, for you to read and run.
+"""),
+    code(
+        """
+%%agent --kernel
+Show me the units per month.
+""",
+        ["nbval-ignore-output"],
+    ),
+    code(
+        """
+print(_agent.tool_results[0])
+""",
+        CHECK,
+    ),
+    md("""
+## Values in the prompt
+
+`{name}` puts a bounded view of a variable in the prompt; `{In[3]}`, `{Out[3]}`,
+`{_}` and `{Err}` (the last error) work too, and `{fig}` attaches an image. When a
+value is shortened, a line above the panel says what the model was sent.
+"""),
+    code(
+        """
+from nbagent.magic import interpolate_fields
+
+fields = interpolate_fields("Summarise {sales}", get_ipython().user_ns)
+print(fields.summary())
+""",
+        CHECK,
+    ),
+    code(
+        """
+del os.environ["NBAGENT_APPROVAL"]
+"""
+    ),
+]
+
+
 ALL = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_tools_and_dataframes.ipynb": TOOLS_AND_DATAFRAMES,
     "03_providers.ipynb": PROVIDERS,
     "04_limits_errors_and_approval.ipynb": LIMITS,
     "05_chat_widget.ipynb": CHAT,
+    "06_kernel_agent.ipynb": KERNEL,
 }
 
 

@@ -46,7 +46,15 @@ class CellDisplay:
         self.handle.update(transcript.bundle(), raw=True)
 
     def ask(self, call: ToolCall, tool: Tool) -> tuple[bool, str]:
-        """Ask through ``input()`` (the policy decides without stdin)."""
+        """Ask through ``input()`` (the policy decides without stdin).
+
+        The code of a ``run_python`` call is shown first, highlighted.
+        """
+        from ..kernel.display import code_html, code_of
+
+        code = code_of(call)
+        if code is not None:
+            self.display({"text/plain": code, "text/html": code_html(code)})
         return ask_on_stdin(call, tool)
 
     def finish(self, transcript: Transcript, *, error: BaseException | None) -> None:

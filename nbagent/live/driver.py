@@ -26,11 +26,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import threading
 from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._sync import iterate_in_background, run_in_background
+from ..events import ToolCallFinished
+from ..kernel.mainthread import MAIN_THREAD_POSTER, MainThreadJob
 from ..render import Transcript
 from .approval import ApprovalRequest, approval_bridge
 from .throttle import Throttle
@@ -91,6 +94,8 @@ class LiveRun:
         """True once Ctrl-C or :meth:`cancel` stopped the run."""
         self._cancel_requested = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_on_result = threading.Event()
+        """Set when a kernel interrupt stopped run_python's code: stop at its result."""
 
     @property
     def result(self) -> RunResult | None:
@@ -133,11 +138,22 @@ class LiveRun:
         overrides = dict(self.overrides)
         if self.agent.settings.approver is None and "approver" not in overrides:
             overrides["approver"] = approval_bridge(queue.put)
+        # run_python's code runs here, in the consumer (the cell's main thread): the
+        # run's tool threads inherit this poster (see nbagent.kernel.mainthread).
+        loop = asyncio.get_running_loop()
+        MAIN_THREAD_POSTER.set(lambda job: loop.call_soon_threadsafe(queue.put_nowait, job))
 
         async def pump() -> None:
             try:
                 async for event in self.agent.stream(self.prompt, **overrides):
                     await queue.put(event)
+                    if (
+                        self._stop_on_result.is_set()
+                        and isinstance(event, ToolCallFinished)
+                        and event.result.name == "run_python"
+                    ):
+                        self._stop_on_result.clear()
+                        self._cancel_on_loop()  # before the loop can send another request
                     if self._cancel_requested:
                         self.agent.cancel()  # a cancel that came before the run existed
             except BaseException as exc:
@@ -171,6 +187,19 @@ class LiveRun:
         """Feed an event to the transcript (a tick only lets the throttle catch up)."""
         if item is not _TICK and self.transcript.feed(item):
             self.throttle.changed()
+
+    def _run_job(self, job: MainThreadJob) -> None:
+        """Run ``run_python``'s code here, in the consumer (the cell's main thread).
+
+        A kernel interrupt stops the code; its result (saying so) is on its way, and
+        the pump stops the run as soon as it passes by, before any further request
+        (so the history keeps what really happened).
+        """
+        self.throttle.poll(force=True)
+        try:
+            job.run(on_interrupt=self._stop_on_result.set)
+        except KeyboardInterrupt:
+            self.interrupted = True
 
     def _finish(self, error: BaseException | None) -> None:
         if self.interrupted:
@@ -220,6 +249,8 @@ class LiveRun:
         if isinstance(item, ApprovalRequest):
             self.throttle.poll(force=True)  # the question comes after what led to it
             self._ask(item)
+        elif isinstance(item, MainThreadJob):
+            self._run_job(item)
         else:
             self._take(item)
         self.throttle.poll()
@@ -254,6 +285,8 @@ class LiveRun:
                 if isinstance(item, ApprovalRequest):
                     self.throttle.poll(force=True)
                     await self._ask_async(item)
+                elif isinstance(item, MainThreadJob):
+                    self._run_job(item)
                 else:
                     self._take(item)
                 self.throttle.poll()

@@ -84,8 +84,17 @@ class TerminalPrinter:
         self._parts = len(transcript.text_parts)
 
     def ask(self, call: ToolCall, tool: Tool) -> tuple[bool, str]:
-        """Ask through ``input()`` on a line of its own."""
+        """Ask through ``input()`` on a line of its own (code to run shown first)."""
+        from ..kernel.display import code_ansi, code_of
+
         self.end_line()
+        code = code_of(call)
+        if code is not None:
+            # The model's text is made safe first; only pygments' own colours are added.
+            coloured = code_ansi(terminal_safe(code)).rstrip("\n") + "\n"
+            sys.stdout.write(coloured)
+            sys.stdout.flush()
+            self._at_line_start = True
         return ask_on_stdin(call, tool)
 
     def finish(self, transcript: Transcript, *, error: BaseException | None) -> None:

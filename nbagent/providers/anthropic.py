@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ProviderError
+from ..images import Image, placeholders
 from ..messages import ToolCall, ToolRound, Usage
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .http import HttpProvider, SSEDecoder
@@ -35,8 +36,13 @@ def tool_names(request: ModelRequest) -> NameMap:
     return NameMap([t.name for t in request.tools], allowed="a-zA-Z0-9_-", max_len=128)
 
 
-def _expand_round(messages: list[dict[str, Any]], tool_round: ToolRound, names: NameMap) -> None:
-    """One round: assistant turn (thinking, text, tool_use), then ONE user turn of results."""
+def _expand_round(
+    messages: list[dict[str, Any]], tool_round: ToolRound, names: NameMap, images: bool = True
+) -> None:
+    """One round: assistant turn (thinking, text, tool_use), then ONE user turn of results.
+
+    A result's images are image blocks inside its tool_result, after its text.
+    """
     content = _thinking_blocks(tool_round.provider_data)
     if tool_round.assistant_text and tool_round.assistant_text.strip():
         content.append(_text(tool_round.assistant_text))
@@ -58,7 +64,13 @@ def _expand_round(messages: list[dict[str, Any]], tool_round: ToolRound, names: 
         if result is None:  # cannot happen with a valid history; never send an orphan tool_use
             block.update(content="Error: no result", is_error=True)
         else:
-            if result.content:
+            if result.images and images:
+                block["content"] = [_text(result.content or "(image)")] + [
+                    _image_block(i) for i in result.images
+                ]
+            elif result.images:
+                block["content"] = "\n".join([result.content, *placeholders(result.images)])
+            elif result.content:
                 block["content"] = result.content
             if not result.ok:
                 block["is_error"] = True
@@ -74,6 +86,11 @@ def _append(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, An
         messages[-1]["content"].extend(blocks)
     else:
         messages.append({"role": role, "content": list(blocks)})
+
+
+def _image_block(image: Image) -> dict[str, Any]:
+    source = {"type": "base64", "media_type": image.media_type, "data": image.base64()}
+    return {"type": "image", "source": source}
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -344,14 +361,16 @@ class AnthropicProvider(HttpProvider):
                 system_parts.append(message.content)
             elif message.role == "user":
                 # Empty and whitespace-only text blocks are rejected by the API.
-                _append(
-                    messages,
-                    "user",
-                    [_text(message.content if message.content.strip() else "(empty)")],
-                )
+                text = message.content if message.content.strip() else "(empty)"
+                if message.images and not request.images:
+                    text = "\n".join([text, *placeholders(message.images)])
+                blocks = [_text(text)]
+                if request.images:
+                    blocks += [_image_block(i) for i in message.images]  # {fig}
+                _append(messages, "user", blocks)
             else:
                 for tool_round in message.rounds or []:
-                    _expand_round(messages, tool_round, names)
+                    _expand_round(messages, tool_round, names, request.images)
                     used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
                 if message.content.strip():
                     final = _thinking_blocks(message.provider_data) + [_text(message.content)]

@@ -15,15 +15,22 @@ from .base import ModelRequest
 
 
 def chat_messages(
-    request: ModelRequest, expand_assistant: Callable[[Message], list[dict[str, Any]]]
+    request: ModelRequest,
+    expand_assistant: Callable[[Message], list[dict[str, Any]]],
+    expand_user: Callable[[Message], dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The compact history as role/content messages (see providers/base.py)."""
+    """The compact history as role/content messages (see providers/base.py).
+
+    ``expand_user`` encodes a user message that has images (``{fig}``).
+    """
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
     for message in request.messages:
         if message.role == "assistant":
             out += expand_assistant(message)
+        elif message.images and expand_user is not None:
+            out.append(expand_user(message))
         else:
             out.append({"role": message.role, "content": message.content})
     if request.final_instruction:

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import ProviderError
+from ..images import placeholders
 from ..messages import ToolCall, ToolRound, Usage, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .http import HttpProvider, SSEDecoder
@@ -58,8 +59,14 @@ def _declaration(name: str, description: str, parameters: Mapping[str, Any]) -> 
     return declaration
 
 
-def _expand_round(contents: list[dict[str, Any]], tool_round: ToolRound, names: NameMap) -> None:
-    """One round: the model content (text, calls with signatures), then N functionResponses."""
+def _expand_round(
+    contents: list[dict[str, Any]], tool_round: ToolRound, names: NameMap, images: bool = True
+) -> None:
+    """One round: the model content (text, calls with signatures), then N functionResponses.
+
+    The results' images follow the function responses as ``inlineData`` parts of the
+    same user content.
+    """
     parts: list[dict[str, Any]] = []
     if tool_round.assistant_text and tool_round.assistant_text.strip():
         part: dict[str, Any] = {"text": tool_round.assistant_text}
@@ -85,11 +92,19 @@ def _expand_round(contents: list[dict[str, Any]], tool_round: ToolRound, names: 
         if result is None:  # cannot happen with a valid history; keep the counts equal
             response: dict[str, Any] = {"error": "no result"}
         else:
-            response = {"output": result.content} if result.ok else {"error": result.content}
+            text = result.content
+            if result.images and not images:
+                text = "\n".join([text, *placeholders(result.images)])
+            response = {"output": text} if result.ok else {"error": text}
         function_response: dict[str, Any] = {"name": names.wire(call.name), "response": response}
         if not (call.provider_data or {}).get(GENERATED_ID):
             function_response["id"] = call.id
         responses.append({"functionResponse": function_response})
+    if images:
+        for result in tool_round.results:
+            for image in result.images:
+                inline = {"mimeType": image.media_type, "data": image.base64()}
+                responses.append({"inlineData": inline})
     _append(contents, "user", responses)
 
 
@@ -271,10 +286,19 @@ class GeminiProvider(HttpProvider):
             if message.role == "system":
                 system_parts.append(message.content)
             elif message.role == "user":
-                _append(contents, "user", [{"text": message.content}])  # "" is accepted
+                text = message.content
+                if message.images and not request.images:
+                    text = "\n".join([text, *placeholders(message.images)])
+                parts: list[dict[str, Any]] = [{"text": text}]  # "" is accepted
+                if request.images:  # {fig}
+                    parts += [
+                        {"inlineData": {"mimeType": i.media_type, "data": i.base64()}}
+                        for i in message.images
+                    ]
+                _append(contents, "user", parts)
             else:
                 for tool_round in message.rounds or []:
-                    _expand_round(contents, tool_round, names)
+                    _expand_round(contents, tool_round, names, request.images)
                     used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
                 if message.content.strip():
                     part: dict[str, Any] = {"text": message.content}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..images import placeholders
 from ..messages import Message, ToolCall, ToolResult, Usage, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .chat import chat_messages
@@ -220,10 +221,28 @@ def _tool_call(item: dict[str, Any]) -> ToolCall | None:
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as /api/chat messages (see providers/base.py)."""
-    return chat_messages(request, _expand_assistant)
+    return chat_messages(
+        request,
+        lambda message: _expand_assistant(message, request.images),
+        lambda message: _expand_user(message, request.images),
+    )
 
 
-def _expand_assistant(message: Message) -> list[dict[str, Any]]:
+def _expand_user(message: Message, images: bool) -> dict[str, Any]:
+    """A prompt with images: its ``images`` field holds them as base64."""
+    if not images:
+        return {
+            "role": "user",
+            "content": "\n".join([message.content, *placeholders(message.images)]),
+        }
+    return {
+        "role": "user",
+        "content": message.content,
+        "images": [i.base64() for i in message.images],
+    }
+
+
+def _expand_assistant(message: Message, images: bool = True) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for tool_round in message.rounds or ():
         turn: dict[str, Any] = {"role": "assistant", "content": tool_round.assistant_text or ""}
@@ -252,14 +271,17 @@ def _expand_assistant(message: Message) -> list[dict[str, Any]]:
                 call.id, call.name, False, "Error: no result", "no result"
             )
             # Older servers know only tool_name, newer ones match tool_call_id: send both.
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_name": call.name,
-                    "tool_call_id": call.id,
-                    "content": result.content,
-                }
-            )
+            turn = {
+                "role": "tool",
+                "tool_name": call.name,
+                "tool_call_id": call.id,
+                "content": result.content,
+            }
+            if result.images and images:
+                turn["images"] = [image.base64() for image in result.images]
+            elif result.images:
+                turn["content"] = "\n".join([result.content, *placeholders(result.images)])
+            out.append(turn)
     if message.content:
         out.append({"role": "assistant", "content": message.content})
     return out

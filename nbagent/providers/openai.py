@@ -13,7 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ProviderError
-from ..messages import Message, ToolCall, ToolResult, Usage, new_id
+from ..images import placeholders
+from ..messages import Message, ToolCall, ToolResult, ToolRound, Usage, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .chat import chat_messages
 from .http import HttpProvider, SSEDecoder
@@ -219,10 +220,26 @@ def tool_declaration(name: str, description: str, parameters: dict[str, Any]) ->
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as Chat Completions messages (see providers/base.py)."""
-    return chat_messages(request, _expand_assistant)
+    return chat_messages(
+        request,
+        lambda message: _expand_assistant(message, request.images),
+        lambda message: _expand_user(message, request.images),
+    )
 
 
-def _expand_assistant(message: Message) -> list[dict[str, Any]]:
+def _expand_user(message: Message, images: bool) -> dict[str, Any]:
+    """A prompt with images: a text part, then one ``image_url`` part per image."""
+    if not images:
+        return {
+            "role": "user",
+            "content": "\n".join([message.content, *placeholders(message.images)]),
+        }
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    parts += [{"type": "image_url", "image_url": {"url": i.data_url()}} for i in message.images]
+    return {"role": "user", "content": parts}
+
+
+def _expand_assistant(message: Message, images: bool = True) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for tool_round in message.rounds or ():
         echoed = (tool_round.provider_data or {}).get("openai_reasoning") or {}
@@ -248,10 +265,30 @@ def _expand_assistant(message: Message) -> list[dict[str, Any]]:
             result = results.get(call.id) or ToolResult(
                 call.id, call.name, False, "Error: no result", "no result"
             )
-            out.append({"role": "tool", "tool_call_id": call.id, "content": result.content})
+            content = result.content
+            if result.images and not images:
+                content = "\n".join([content, *placeholders(result.images)])
+            out.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        if images:
+            out += _image_message(tool_round)
     if message.content:
         out.append({"role": "assistant", "content": message.content})
     return out
+
+
+def _image_message(tool_round: ToolRound) -> list[dict[str, Any]]:
+    """The round's images, in one user message after its tool messages.
+
+    Tool messages are text only; each image is introduced by a text part naming
+    the call it belongs to.
+    """
+    parts: list[dict[str, Any]] = []
+    for result in tool_round.results:
+        for number, image in enumerate(result.images, start=1):
+            label = f"Image {number} from tool call {result.call_id} ({result.name}):"
+            parts.append({"type": "text", "text": label})
+            parts.append({"type": "image_url", "image_url": {"url": image.data_url()}})
+    return [{"role": "user", "content": parts}] if parts else []
 
 
 def _arguments_text(call: ToolCall) -> str:

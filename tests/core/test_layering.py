@@ -22,9 +22,11 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("nbagent.errors", "nbagent.redaction", "nbagent.markdown_text", "nbagent.values",
          "nbagent.logs", "nbagent._sync", "nbagent.deadline", "nbagent.workers")),
     (0, ("nbagent.safe_text", "nbagent.bounded")),  # issue 10: output safety, bounded values
+    (0, ("nbagent.images",)),
     (1, ("nbagent.messages",)),
     (2, ("nbagent.results", "nbagent.events")),
     (3, ("nbagent.tools",)),
+    (3, ("nbagent.kernel",)),
     (4, ("nbagent.providers", "nbagent.testing")),
     (5, ("nbagent.loop",)),
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render")),

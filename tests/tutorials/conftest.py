@@ -6,6 +6,9 @@ cells that need an API key or a server must see none (they skip cleanly).
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from tests.support.env import child_environment
@@ -20,4 +23,8 @@ def clean_env(tmp_path):
     env = child_environment(drop_prefix="NBAGENT_", NBAGENT_MODEL="local")
     for name in TUTORIAL_VARIABLES:
         env.pop(name, None)
+    # The kernels import this checkout of nbagent (as tests/support/kernel.py's do),
+    # not whichever copy is installed.
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return history_env(tmp_path / "home", env)  # history DB of the run, not the user's

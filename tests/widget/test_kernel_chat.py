@@ -1,0 +1,82 @@
+"""ChatWidget(kernel=True): {name} interpolation, the code in the approval row, and
+"allow for this run", with a real InteractiveShell's namespace."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from nbagent import Agent
+from nbagent.testing import ScriptedModel, call, reply
+from nbagent.widget import ChatWidget
+
+
+@pytest.fixture
+def shell() -> Iterator[Any]:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.clear_instance()
+    sh = InteractiveShell.instance()
+    sh.user_ns["sales"] = pd.DataFrame({"region": ["n", "s"] * 25, "revenue": range(50)})
+    yield sh
+    InteractiveShell.clear_instance()
+
+
+def html_of(chat: ChatWidget) -> str:
+    return "".join(child.value for child in chat.transcript.children)
+
+
+async def test_name_interpolation_says_what_was_sent(shell: Any) -> None:
+    model = ScriptedModel(lambda r: "ok")
+    chat = ChatWidget(Agent(model, tools=[], store=None))
+    task = chat.submit("Summarise {sales}")
+    assert task is not None
+    await asyncio.wait_for(task, 10)
+    assert model.requests[0].prompt.startswith(
+        "Summarise <DataFrame with 50 rows × 2 columns; first 5 rows:>"
+    )
+    assert (
+        '<div class="nbagent-sent-note">Sent to the model: sales as the first 5 of 50 rows '
+        "(DataFrame, 2 columns).</div>"
+    ) in html_of(chat)
+
+
+async def test_undefined_name_is_said_and_nothing_is_sent(shell: Any) -> None:
+    model = ScriptedModel(lambda r: "ok")
+    chat = ChatWidget(Agent(model, tools=[], store=None))
+    assert chat.submit("Look at {slaes}") is None
+    assert "'slaes' is not defined in the notebook" in chat.status.value
+    assert model.requests == []
+
+
+async def test_run_python_shows_the_code_and_allow_for_this_run(shell: Any, wait_until) -> None:
+    def script(request: Any) -> Any:
+        if request.round_index < 2:
+            n = request.round_index
+            return reply("", [call("run_python", code=f"step{n} = sales.revenue.sum() + {n}")])
+        return reply("done")
+
+    model = ScriptedModel(script)
+    chat = ChatWidget(model=model, kernel=True, tools=[], store=None)
+    task = chat.submit("Compute")
+    assert task is not None
+    await wait_until(lambda: bool(chat.pending_approvals), 10)
+    (row,) = chat.approvals.children
+    preview, buttons = row.children
+    assert "nbagent-chat-approval-code" in preview._dom_classes
+    assert "step0" in preview.value and "<span" in preview.value  # highlighted
+    assert "step0" not in shell.user_ns  # not run before the answer
+    labels = [b.description for b in buttons.children[1:]]
+    assert labels == ["Approve", "Allow for this run", "Deny"]
+    buttons.children[2].click()  # allow for this run: the second call is not asked
+    result = await asyncio.wait_for(task, 10)
+    assert result is not None and result.output == "done"
+    assert (shell.user_ns["step0"], shell.user_ns["step1"]) == (1225, 1226)
+    approvals = [r.approval for t in result.rounds for r in t.results]
+    assert approvals == ["approved by user", "approved by user (allowed for this run)"]
+    # The first request carried the inventory in its system message.
+    assert "sales: DataFrame 50 rows × 2 columns" in (model.requests[0].request.system or "")
