@@ -1,44 +1,69 @@
-"""Constrained writing of a tool call: a GBNF grammar of the tool's JSON schema.
+"""Constrained writing of a tool call: a grammar of the tool's JSON schema.
 
 The call is prefilled up to ``"arguments":`` and the rest is decoded under
-:func:`arguments_grammar`, so it is valid JSON matching the schema unless the token
-limit cuts it off (:func:`parse_call` then returns None).
+:func:`arguments_grammar` (llama.cpp's llguidance form: ``%json`` of the schema,
+then the call's closing brace), so it is valid JSON matching the schema unless
+the token limit cuts it off (:func:`parse_call` then returns None).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ...messages import ToolCall, ToolSpec, new_id
 
+# Compact JSON in the prompt's own spacing: with free whitespace a small greedy model
+# can pad with spaces and newlines until the token limit.
+_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+# Strings without braces or control characters: a small model tends to "close" its
+# call inside a string (`"France}}`) and then runs on until the token limit; without
+# braces in strings it closes the quote instead. Tool arguments rarely need braces.
+_PLAIN_STRING = "^[^{}\\x00-\\x1f]*$"
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
 
-def arguments_grammar(spec: ToolSpec) -> str:
-    """GBNF for the call's arguments: a JSON object matching the tool's schema, then "}"."""
-    from llama_cpp import llama_grammar
 
-    # llama-cpp-python's converter is untyped; its private rule table is the only way
-    # to change two rules (see below).
-    make_converter: Any = llama_grammar.SchemaConverter
-    converter = make_converter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
-    # One optional space between tokens: with the default rule (any run of spaces and
-    # newlines) a small greedy model can pad with whitespace until the token limit.
-    converter._rules["space"] = '" "?'
-    # Strings: no raw control characters (JSON forbids them; the stock rule allows
-    # them) and no braces. A small model tends to "close" its call inside a string
-    # (`"France}}`) and then runs on until the token limit; without braces in
-    # strings it closes the quote instead. Tool arguments rarely need braces.
-    converter._rules["char"] = (
-        '[^"\\\\{}\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" '
-        "[0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])"
-    )
-    schema = dict(spec.parameters or {})
+def request_numbers(text: str) -> list[float | int]:
+    """The numbers written in ``text``, in order (``1,5`` read as 1.5; no duplicates)."""
+    out: list[float | int] = []
+    for match in _NUMBER.finditer(text):
+        raw = match.group(0).replace(",", ".")
+        value: float | int = float(raw) if "." in raw else int(raw)
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def constrained_schema(spec: ToolSpec, request_text: str = "") -> dict[str, Any]:
+    """The tool's schema with the decoding limits above.
+
+    Number and integer parameters may only take a number written in the request
+    (when it has any): a small model copies the user's figures far better than it
+    writes them, and an invented figure is worse than an error.
+    """
+    schema = json.loads(json.dumps(spec.parameters or {}))
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
-    schema = converter.resolve_refs(schema, spec.name)
-    args_rule = converter.visit(schema, "args")
-    rules: str = converter.format_grammar()
-    return f'root ::= {args_rule} "}}"\n' + rules + "\n"
+    numbers = request_numbers(request_text)
+    for prop in schema["properties"].values():
+        if not isinstance(prop, dict) or "enum" in prop or "const" in prop:
+            continue
+        kind = prop.get("type")
+        if kind == "string" and "pattern" not in prop and "format" not in prop:
+            prop["pattern"] = _PLAIN_STRING
+        elif kind in ("number", "integer") and numbers:
+            allowed = [n for n in numbers if kind == "number" or float(n).is_integer()]
+            if allowed:
+                prop["enum"] = [int(n) if kind == "integer" else n for n in allowed]
+    schema["x-guidance"] = _STYLE
+    return dict(schema)
+
+
+def arguments_grammar(spec: ToolSpec, request_text: str = "") -> str:
+    """The grammar of the call's arguments: a JSON object matching the schema, then "}"."""
+    schema = json.dumps(constrained_schema(spec, request_text))
+    return f'%llguidance {{}}\nstart: args "}}"\nargs: %json {schema}\n'
 
 
 def parse_call(name: str, arguments_text: str) -> ToolCall | None:

@@ -1,0 +1,186 @@
+"""The tool decision: the model's top-token probabilities plus retrieval scores.
+
+A 135M model alone picks a tool from a few-shot prompt well on its own examples
+and poorly on anything else. So the decision adds, for each tool, how well the
+request matches the tool's name, description, parameter names and enum values
+(word overlap weighted by how specific a word is to one tool), and calibrates
+the "none" choice against both. See ``benchmarks/local_tool_eval.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from ...messages import ToolSpec
+from ..base import ModelRequest
+from .decision import TOP_N, model_scores, softmax, top_pairs
+from .grammar import request_numbers
+from .prompts import decision_messages, last_user_text
+from .runtime import DECISION_SLOT, LoadedModel
+
+# Weights of the combination (chosen on the eval's development half only).
+RETRIEVAL_WEIGHT = 4.0
+NONE_BIAS = 0.0
+NUMBER_BONUS = 0.35
+
+_STOP = set(
+    "a an the of to in on for and or is are was be it this that what which who how "
+    "me my i you your please can could would will do does with from by at as get give "
+    "tell show find let us we there their its into about".split()
+)
+# Words a request uses for what a tool's description names differently: symbols and
+# a few everyday synonyms (not tied to any eval prompt).
+_ALIASES = {
+    "+": "add sum plus",
+    "plus": "add sum",
+    "sum": "add plus total",
+    "total": "sum add",
+    "add": "sum plus",
+    "*": "multiply times product",
+    "x": "multiply times",
+    "×": "multiply times product",
+    "times": "multiply product",
+    "product": "multiply times",
+    "multiply": "times product",
+    "-": "subtract minus difference",
+    "minus": "subtract difference",
+    "/": "divide quotient",
+    "divided": "divide quotient",
+    "forecast": "weather",
+    "rain": "weather",
+    "raining": "weather",
+    "sunny": "weather",
+    "temperature": "weather",
+    "hot": "weather temperature",
+    "cold": "weather temperature",
+    "warm": "weather temperature",
+    "convert": "conversion unit",
+    "miles": "unit length distance",
+    "km": "unit length distance",
+    "kilometers": "unit length distance",
+    "celsius": "unit temperature",
+    "fahrenheit": "unit temperature",
+    "kg": "unit weight mass",
+    "pounds": "unit weight mass",
+    "variables": "variable",
+    "defined": "variable namespace",
+    "dataframe": "data table frame",
+    "df": "dataframe data table",
+    "rows": "row table data",
+    "columns": "column table data",
+    "average": "mean",
+    "mean": "average",
+    "run": "execute code",
+    "execute": "run code",
+    "code": "python execute run",
+    "python": "code",
+}
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words and operator symbols, lightly stemmed ("cities" -> "city")."""
+    out = []
+    for raw in re.findall(r"[^\W\d_]+|[+*×/\-]", text.replace("_", " ")):
+        split = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", raw).lower().split()
+        for word in split:
+            if word in _STOP:
+                continue
+            out.append(_stem(word))
+    return out
+
+
+def _stem(word: str) -> str:
+    for suffix, repl in (("ies", "y"), ("ing", ""), ("es", ""), ("s", ""), ("ed", "")):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)] + repl
+    return word
+
+
+def tool_words(spec: ToolSpec) -> set[str]:
+    """The words that describe a tool: name, description, parameters, enum values."""
+    parts = [spec.name, spec.description]
+    for name, schema in (spec.parameters.get("properties") or {}).items():
+        parts += [name, str(schema.get("description") or "")]
+        parts += [str(v) for v in schema.get("enum") or []]
+    return set(words(" ".join(parts)))
+
+
+def request_words(text: str) -> set[str]:
+    """The request's words plus their aliases."""
+    base = words(text)
+    extra = [w for b in base for w in words(_ALIASES.get(b, ""))]
+    for symbol in "+*×/":
+        if symbol in text:
+            extra += words(_ALIASES[symbol])
+    return set(base) | set(extra)
+
+
+def retrieval_scores(text: str, tools: list[ToolSpec]) -> dict[str, float]:
+    """How well ``text`` matches each tool, in [0, 1] (IDF-weighted word overlap)."""
+    docs = {t.name: tool_words(t) for t in tools}
+    asked = request_words(text)
+    n = len(tools)
+    numbers = bool(request_numbers(text))
+    scores = {}
+    for spec in tools:
+        doc = docs[spec.name]
+        if not doc:
+            scores[spec.name] = 0.0
+            continue
+        shared = asked & doc
+        weight = sum(math.log(1 + n / sum(w in d for d in docs.values())) for w in shared)
+        norm = math.log(1 + n) * max(1.0, math.sqrt(len(asked)))
+        score = min(1.0, weight / norm)
+        props = spec.parameters.get("properties") or {}
+        if numbers and any(p.get("type") in ("number", "integer") for p in props.values()):
+            score = min(1.0, score + NUMBER_BONUS * (score > 0))
+        scores[spec.name] = score
+    return scores
+
+
+def decide(
+    loaded: LoadedModel,
+    request: ModelRequest,
+    tools: list[ToolSpec],
+    usage: Any,
+    mode: str = "combined",
+) -> ToolSpec | None:
+    """The tool to call for the latest request, or None to answer in text.
+
+    ``mode="model"`` uses the model's probabilities alone (the earlier decision step).
+    """
+    messages = decision_messages(request, tools)
+
+    def ask(prefix: str) -> list[tuple[str, float]]:
+        prompt = messages + ([{"role": "assistant", "content": prefix}] if prefix else [])
+        body = {
+            "messages": prompt,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": True,
+            "top_logprobs": TOP_N,
+            "id_slot": DECISION_SLOT,
+            "cache_prompt": True,
+        }
+        response = loaded.chat(body, None)
+        if "error" in response:
+            return []  # the decision prompt does not fit: answer (which reports it)
+        used = response.get("usage") or {}
+        usage.input_tokens += int(used.get("prompt_tokens", 0))
+        usage.output_tokens += 1
+        return top_pairs(response)
+
+    names = [t.name for t in tools]
+    probs = softmax(model_scores(ask, names + ["none"]))
+    if not probs:
+        return None
+    scores = {k: math.log(max(p, 1e-9)) for k, p in probs.items()}
+    if mode != "model":
+        retrieval = retrieval_scores(last_user_text(request), tools)
+        for name in names:
+            scores[name] += RETRIEVAL_WEIGHT * retrieval[name]
+        scores["none"] += NONE_BIAS
+    choice = max(scores, key=lambda k: scores[k])
+    return next((t for t in tools if t.name == choice), None)
