@@ -22,6 +22,10 @@ _STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator":
 # braces in strings it closes the quote instead. Tool arguments rarely need braces.
 _PLAIN_STRING = "^[^{}\\x00-\\x1f]*$"
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
+# Parameters whose value is written rather than quoted (code, a message): not limited
+# to spans of the request.
+_FREE_TEXT = re.compile(r"code|expr|script|source|sql|body|content|prompt")
+_MAX_SPAN_WORDS = 40
 
 
 def request_numbers(text: str) -> list[float | int]:
@@ -35,23 +39,44 @@ def request_numbers(text: str) -> list[float | int]:
     return out
 
 
+def request_spans(text: str, limit: int = 6) -> list[str]:
+    """Runs of up to ``limit`` consecutive words of ``text``, longest first, no punctuation."""
+    tokens = re.findall(r"[^\W_][\w.'&+-]*[^\W_]|[^\W_]", text)
+    tokens = [t.rstrip(".") for t in tokens]
+    spans: list[str] = []
+    for size in range(min(limit, len(tokens)), 0, -1):
+        for start in range(len(tokens) - size + 1):
+            span = " ".join(tokens[start : start + size])
+            if span not in spans:
+                spans.append(span)
+    return spans
+
+
 def constrained_schema(spec: ToolSpec, request_text: str = "") -> dict[str, Any]:
     """The tool's schema with the decoding limits above.
 
     Number and integer parameters may only take a number written in the request
     (when it has any): a small model copies the user's figures far better than it
-    writes them, and an invented figure is worse than an error.
+    writes them, and an invented figure is worse than an error. Likewise a short
+    string parameter (a city, a name, a symbol) may only take a run of the request's
+    words: otherwise the model copies the examples of its prompt ("e.g. Berlin").
     """
     schema = json.loads(json.dumps(spec.parameters or {}))
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     numbers = request_numbers(request_text)
-    for prop in schema["properties"].values():
+    for name, prop in schema["properties"].items():
         if not isinstance(prop, dict) or "enum" in prop or "const" in prop:
             continue
         kind = prop.get("type")
         if kind == "string" and "pattern" not in prop and "format" not in prop:
-            prop["pattern"] = _PLAIN_STRING
+            spans = request_spans(request_text)
+            free = _FREE_TEXT.search(name.lower() + " " + str(prop.get("description", "")))
+            words = len(request_text.split())
+            if spans and not free and words <= _MAX_SPAN_WORDS:
+                prop["enum"] = spans
+            else:
+                prop["pattern"] = _PLAIN_STRING
         elif kind in ("number", "integer") and numbers:
             allowed = [n for n in numbers if kind == "number" or float(n).is_integer()]
             if allowed:

@@ -21,14 +21,18 @@ from .prompts import decision_messages, last_user_text
 from .runtime import DECISION_SLOT, LoadedModel
 
 # Weights of the combination (chosen on the eval's development half only).
-RETRIEVAL_WEIGHT = 4.0
+RETRIEVAL_WEIGHT = 6.0
 NONE_BIAS = 0.0
 NUMBER_BONUS = 0.35
 
 _STOP = set(
     "a an the of to in on for and or is are was be it this that what which who how "
     "me my i you your please can could would will do does with from by at as get give "
-    "tell show find let us we there their its into about".split()
+    "tell show find let us we there their its into about "
+    # German, French and Spanish function words
+    "der die das ist wie was es ein eine und von mir mich "
+    "le la les est de des du un une et en quel quelle combien "
+    "el los las es un una y en qué cuál".split()
 )
 # Words a request uses for what a tool's description names differently: symbols and
 # a few everyday synonyms (not tied to any eval prompt).
@@ -76,6 +80,88 @@ _ALIASES = {
     "execute": "run code",
     "code": "python execute run",
     "python": "code",
+    "trading": "stock price",
+    "trade": "stock price",
+    "shares": "stock price",
+    "worth": "price",
+    "cost": "price",
+    "umbrella": "weather",
+    "clock": "time",
+    "hour": "time",
+    "people": "population",
+    "inhabitants": "population",
+    "money": "currency",
+    "remember": "remind reminder",
+    "books": "book",
+    "novels": "book fiction",
+    "sheet": "table data",
+    # A few everyday words in German, French and Spanish (their stems).
+    "wetter": "weather",
+    "météo": "weather",
+    "temp": "weather",
+    "tiempo": "weather",
+    "clima": "weather",
+    "heure": "time",
+    "uhrzeit": "time",
+    "uhr": "time",
+    "hora": "time",
+    "hauptstadt": "capital",
+    "capitale": "capital",
+    "bevölkerung": "population",
+    "einwohner": "population",
+    "population": "population",
+    "población": "population",
+    "währung": "currency",
+    "monnaie": "currency",
+    "devise": "currency",
+    "moneda": "currency",
+    "aktie": "stock price",
+    "action": "stock price",
+    "acción": "stock price",
+    "kur": "price",
+    "cour": "price",
+    "prix": "price",
+    "precio": "price",
+    "preis": "price",
+    "taux": "rate",
+    "change": "exchange",
+    "wechselkur": "exchange rate",
+    "cambio": "exchange rate",
+    "zeile": "row",
+    "zeilen": "row",
+    "ligne": "row",
+    "fila": "row",
+    "durchschnitt": "mean average",
+    "durchschnittlich": "mean average",
+    "moyenne": "mean average",
+    "promedio": "mean average",
+    "media": "mean average",
+    "variable": "variable",
+    "variabl": "variable",
+    "zeig": "show",
+    "montre": "show",
+    "muestra": "show",
+    "buch": "book",
+    "bücher": "book",
+    "livre": "book",
+    "libro": "book",
+    "busca": "search",
+    "cherche": "search",
+    "such": "search",
+    "erinnere": "remind",
+    "rappelle": "remind",
+    "recuérdame": "remind",
+    "meilen": "miles",
+    "kilometern": "km",
+    "degré": "temperature",
+    "grad": "temperature",
+    "convertis": "convert",
+    "umrechnen": "convert",
+    "rechne": "convert",
+    "fois": "times multiply",
+    "mal": "times multiply",
+    "por": "times multiply",
+    "más": "plus add",
 }
 
 
@@ -110,7 +196,7 @@ def tool_words(spec: ToolSpec) -> set[str]:
 def request_words(text: str) -> set[str]:
     """The request's words plus their aliases."""
     base = words(text)
-    extra = [w for b in base for w in words(_ALIASES.get(b, ""))]
+    extra = [w for b in base for w in words(_STEMMED_ALIASES.get(b, ""))]
     for symbol in "+*×/":
         if symbol in text:
             extra += words(_ALIASES[symbol])
@@ -138,6 +224,9 @@ def retrieval_scores(text: str, tools: list[ToolSpec]) -> dict[str, float]:
             score = min(1.0, score + NUMBER_BONUS * (score > 0))
         scores[spec.name] = score
     return scores
+
+
+_STEMMED_ALIASES = {_stem(k): v for k, v in _ALIASES.items()} | _ALIASES
 
 
 def decide(
