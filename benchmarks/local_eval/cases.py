@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (one case per line reads best)
 """The eval's prompts: (tool set, prompt, expected tool or None, expected arguments).
 
 Written all at once before any tuning, then split by position: within each tool
