@@ -21,7 +21,7 @@ _STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator":
 # call inside a string (`"France}}`) and then runs on until the token limit; without
 # braces in strings it closes the quote instead. Tool arguments rarely need braces.
 _PLAIN_STRING = "^[^{}\\x00-\\x1f]*$"
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?=(?:st|nd|rd|th)?(?!\w))")
 # Parameters whose value is written rather than quoted (code, a message): not limited
 # to spans of the request.
 _FREE_TEXT = re.compile(r"code|expr|script|source|sql|body|content|prompt")
@@ -71,7 +71,7 @@ def constrained_schema(spec: ToolSpec, request_text: str = "") -> dict[str, Any]
         kind = prop.get("type")
         if kind == "string" and "pattern" not in prop and "format" not in prop:
             spans = request_spans(request_text)
-            free = _FREE_TEXT.search(name.lower() + " " + str(prop.get("description", "")))
+            free = _FREE_TEXT.search(name.lower())
             words = len(request_text.split())
             if spans and not free and words <= _MAX_SPAN_WORDS:
                 prop["enum"] = spans
@@ -81,8 +81,71 @@ def constrained_schema(spec: ToolSpec, request_text: str = "") -> dict[str, Any]
             allowed = [n for n in numbers if kind == "number" or float(n).is_integer()]
             if allowed:
                 prop["enum"] = [int(n) if kind == "integer" else n for n in allowed]
+    _narrow_enums(schema, request_text)
     schema["x-guidance"] = _STYLE
     return dict(schema)
+
+
+def _mentions(value: str, word: str, marked: bool) -> bool:
+    """Does ``word`` of the request name the enum ``value`` ("mi" in "miles", "C" in "Celsius")?
+
+    A one-letter value only counts in a ``marked`` word: capitalised mid-sentence
+    ("Celsius") or right after a number ("100 metres").
+    """
+    v, w = value.lower(), word.lower()
+    if v == w or (len(v) > 2 and w.startswith(v)):
+        return True
+    if len(v) == 1:
+        return marked and len(w) >= 4 and w[0] == v
+    # an abbreviation: same first letter, its letters in order ("ft" in "feet", "km")
+    it = iter(w)
+    return len(w) >= 4 and w[0] == v[0] and all(ch in it for ch in v)
+
+
+def mentioned(values: list[str], text: str) -> list[tuple[str, bool]]:
+    """The enum values the request names, in order, each with "right after a number"."""
+    tokens = re.findall(r"[^\W_]+|\d+(?:[.,]\d+)?", text)
+    out: list[tuple[str, bool]] = []
+    for index, word in enumerate(tokens):
+        if word[0].isdigit():
+            continue
+        after_number = any(t[0].isdigit() for t in tokens[max(0, index - 2) : index])
+        marked = after_number or (index > 0 and word[0].isupper())
+        matching = [v for v in values if _mentions(v, word, marked)]
+        if not matching:
+            continue
+        best = max(matching, key=len)  # "mi" over "m" for "miles"
+        out.append((best, after_number))
+    return out
+
+
+def _narrow_enums(schema: dict[str, Any], text: str) -> None:
+    """Limit string enums to the values the request names.
+
+    One parameter: the named value(s). A "from"/"to" pair over the same values: the
+    value written right after the number (or named first) is the source, the others
+    the target. An optional enum the request does not name keeps its default.
+    """
+    required = set(schema.get("required") or [])
+    for name, prop in schema["properties"].items():
+        values = prop.get("enum") if isinstance(prop, dict) else None
+        if not values or not all(isinstance(v, str) for v in values):
+            continue
+        found = mentioned(values, text)
+        if not found:
+            if name not in required and prop.get("default") in values:
+                prop["enum"] = [prop["default"]]
+            continue
+        names = {v for v, _ in found}
+        source = next((v for v, after in found if after), found[0][0])
+        key = name.lower()
+        if re.search(r"(^|_)(to|target|into|dest)", key):
+            keep = [v for v in names if v != source] or list(names)
+        elif re.search(r"(^|_)(from|source|src)", key):
+            keep = [source]
+        else:
+            keep = list(names)
+        prop["enum"] = [v for v in values if v in keep]
 
 
 def arguments_grammar(spec: ToolSpec, request_text: str = "") -> str:

@@ -21,9 +21,11 @@ from .prompts import decision_messages, last_user_text
 from .runtime import DECISION_SLOT, LoadedModel
 
 # Weights of the combination (chosen on the eval's development half only).
-RETRIEVAL_WEIGHT = 6.0
+RETRIEVAL_WEIGHT = 7.0
 NONE_BIAS = 0.0
 NUMBER_BONUS = 0.35
+# A tool with a required number the request does not contain would get an invented one.
+MISSING_NUMBER_PENALTY = 6.0
 
 _STOP = set(
     "a an the of to in on for and or is are was be it this that what which who how "
@@ -226,6 +228,13 @@ def retrieval_scores(text: str, tools: list[ToolSpec]) -> dict[str, float]:
     return scores
 
 
+def needs_number(spec: ToolSpec) -> bool:
+    """True when the tool has a required number parameter."""
+    props = spec.parameters.get("properties") or {}
+    required = spec.parameters.get("required") or []
+    return any((props.get(name) or {}).get("type") in ("number", "integer") for name in required)
+
+
 _STEMMED_ALIASES = {_stem(k): v for k, v in _ALIASES.items()} | _ALIASES
 
 
@@ -267,9 +276,13 @@ def decide(
         return None
     scores = {k: math.log(max(p, 1e-9)) for k, p in probs.items()}
     if mode != "model":
-        retrieval = retrieval_scores(last_user_text(request), tools)
-        for name in names:
-            scores[name] += RETRIEVAL_WEIGHT * retrieval[name]
+        text = last_user_text(request)
+        retrieval = retrieval_scores(text, tools)
+        has_numbers = bool(request_numbers(text))
+        for spec in tools:
+            scores[spec.name] += RETRIEVAL_WEIGHT * retrieval[spec.name]
+            if not has_numbers and needs_number(spec):
+                scores[spec.name] -= MISSING_NUMBER_PENALTY
         scores["none"] += NONE_BIAS
     choice = max(scores, key=lambda k: scores[k])
     return next((t for t in tools if t.name == choice), None)
