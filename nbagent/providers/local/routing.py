@@ -92,7 +92,6 @@ _ALIASES = {
     "hour": "time",
     "people": "population",
     "inhabitants": "population",
-    "money": "currency",
     "remember": "remind reminder",
     "books": "book",
     "novels": "book fiction",
@@ -167,16 +166,19 @@ _ALIASES = {
 }
 
 
-def words(text: str) -> list[str]:
-    """Lower-case words and operator symbols, lightly stemmed ("cities" -> "city")."""
+def raw_words(text: str) -> list[str]:
+    """Lower-case words (names split at "_" and camelCase) and operator symbols, no stop words."""
     out = []
     for raw in re.findall(r"[^\W\d_]+|[+*×/\-]", text.replace("_", " ")):
-        split = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", raw).lower().split()
-        for word in split:
-            if word in _STOP:
-                continue
-            out.append(_stem(word))
+        for word in re.sub(r"(?<=[a-z])(?=[A-Z])", " ", raw).lower().split():
+            if word not in _STOP:
+                out.append(word)
     return out
+
+
+def words(text: str) -> list[str]:
+    """:func:`raw_words`, lightly stemmed ("cities" -> "city")."""
+    return [_stem(word) for word in raw_words(text)]
 
 
 def _stem(word: str) -> str:
@@ -197,8 +199,9 @@ def tool_words(spec: ToolSpec) -> set[str]:
 
 def request_words(text: str) -> set[str]:
     """The request's words plus their aliases."""
-    base = words(text)
-    extra = [w for b in base for w in words(_STEMMED_ALIASES.get(b, ""))]
+    raw = raw_words(text)
+    base = [_stem(w) for w in raw]
+    extra = [alias for w in raw for alias in words(_alias(w))]
     for symbol in "+*×/":
         if symbol in text:
             extra += words(_ALIASES[symbol])
@@ -209,6 +212,7 @@ def retrieval_scores(text: str, tools: list[ToolSpec]) -> dict[str, float]:
     """How well ``text`` matches each tool, in [0, 1] (IDF-weighted word overlap)."""
     docs = {t.name: tool_words(t) for t in tools}
     asked = request_words(text)
+    written = max(1, len(set(words(text))))  # the request's own words, not their aliases
     n = len(tools)
     numbers = bool(request_numbers(text))
     scores = {}
@@ -219,13 +223,19 @@ def retrieval_scores(text: str, tools: list[ToolSpec]) -> dict[str, float]:
             continue
         shared = asked & doc
         weight = sum(math.log(1 + n / sum(w in d for d in docs.values())) for w in shared)
-        norm = math.log(1 + n) * max(1.0, math.sqrt(len(asked)))
+        norm = math.log(1 + n) * math.sqrt(written)
         score = min(1.0, weight / norm)
         props = spec.parameters.get("properties") or {}
         if numbers and any(p.get("type") in ("number", "integer") for p in props.values()):
             score = min(1.0, score + NUMBER_BONUS * (score > 0))
         scores[spec.name] = score
     return scores
+
+
+def _alias(word: str) -> str:
+    """The alias words of ``word``, as written, without a plural "s", or stemmed."""
+    singular = word[:-1] if word.endswith("s") else word
+    return _ALIASES.get(word) or _ALIASES.get(singular) or _STEMMED_ALIASES.get(_stem(word), "")
 
 
 def needs_number(spec: ToolSpec) -> bool:
