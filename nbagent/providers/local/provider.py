@@ -59,8 +59,9 @@ class LocalProvider:
         n_ctx: the context size in tokens.
         n_threads: CPU threads (default: up to 4).
         max_tool_rounds: tool rounds per user message before the model must answer.
-        decision: "combined" (model and retrieval scores) or "model" (the model's
-            probabilities alone, the earlier decision step; for comparisons).
+        decision: "combined" (model and retrieval scores, arguments grounded in the
+            request) or "model" (the model's probabilities alone and arguments from
+            the schema alone: the earlier steps, kept for comparisons).
     """
 
     name = "local"
@@ -211,7 +212,9 @@ class LocalProvider:
                 messages = chat_messages(request, call_instruction(spec))
                 head = CALL_OPEN + json.dumps({"name": spec.name, "arguments": 0})[:-2]
                 messages.append({"role": "assistant", "content": head})
-                grammar = arguments_grammar(spec, last_user_text(request))
+                # The earlier step ("model") wrote arguments from the schema alone.
+                grounding = last_user_text(request) if self.decision != "model" else ""
+                grammar = arguments_grammar(spec, grounding)
                 # A repeat penalty would penalise the quotes and braces a call must repeat.
                 pieces: list[str] = []
                 complete(messages, pieces.append, max_tokens, grammar=grammar, repeat_penalty=1.0)
