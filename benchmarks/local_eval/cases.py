@@ -239,8 +239,41 @@ CASES: list[Case] = [
 ]
 
 
+# Written after the first held-back run showed 5 of its 13 no-tool prompts calling a
+# tool (its summary only; its rows unread): questions *about* a tool's domain that
+# need no tool, plus a few tool requests in the same words, to calibrate "none".
+# Part of development, never of the held-back half.
+CALIBRATION: list[Case] = [
+    ("money", "What is a ticker symbol?", None, None),
+    ("money", "Explain what an exchange rate is.", None, None),
+    ("kernel", "What does a kernel do in Jupyter?", None, None),
+    ("kernel", "How do I define a variable in Python?", None, None),
+    ("weather", "What's the difference between weather and climate?", None, None),
+    ("weather", "Who invented the thermometer?", None, None),
+    ("countries", "Why do countries have capital cities?", None, None),
+    ("units", "Where does the mile come from?", None, None),
+    ("options", "Recommend a good science book.", None, None),
+    ("dataframe", "How is revenue different from profit?", None, None),
+    ("dataframe", "What does the mean of a column tell me?", None, None),
+    ("arithmetic", "What is exponentiation?", None, None),
+    ("money", "When was the euro introduced?", None, None),
+    ("mixed", "Can you explain what a stock is?", None, None),
+    ("countries", "What is a currency?", None, None),
+    ("dataframe", "What is the mean revenue?", "column_mean", {"column": "revenue"}),
+    ("kernel", "Show the variable df.", "inspect_variable", {"name": "df"}),
+    ("money", "What's the price of IBM stock?", "stock_price", {"symbol": "IBM"}),
+    ("weather", "What is the weather in Lima?", "get_weather", {"city": "Lima"}),
+    ("countries", "What is the currency of Chile?", "currency_of", {"country": "Chile"}),
+]
+
+
 def split(half: str) -> list[Case]:
-    """The development ("dev") or held-back ("held") half: alternate positions per tool set."""
+    """The development ("dev") or held-back ("held") half: alternate positions per tool set.
+
+    "calib" is the calibration set above (development data too).
+    """
+    if half == "calib":
+        return list(CALIBRATION)
     out: list[Case] = []
     position: dict[str, int] = {}
     for case in CASES:

@@ -137,7 +137,7 @@ async def evaluate(halves: list[str], decision: str, verbose: bool) -> dict[str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=["dev", "held", "both"], default="both")
+    parser.add_argument("--half", choices=["dev", "held", "both", "calib"], default="both")
     parser.add_argument("--decision", choices=["combined", "model"], default="combined")
     parser.add_argument("--json", help="write the report (with every row) here")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case")

@@ -21,9 +21,19 @@ from .prompts import decision_messages, last_user_text
 from .runtime import DECISION_SLOT, LoadedModel
 
 # Weights of the combination (chosen on the eval's development half only).
-RETRIEVAL_WEIGHT = 7.0
+RETRIEVAL_WEIGHT = 6.0
 NONE_BIAS = 0.0
 NUMBER_BONUS = 0.35
+# Questions *about* a concept ("What is an exchange rate?", "Explain ...", "Why ...")
+# want an explanation, not a tool, even when their words match a tool's description.
+CONCEPT_QUESTION_BONUS = 8.0
+_CONCEPT_QUESTION = re.compile(
+    r"^\s*(?:(?:what|what's)\s+(?:is|are)?\s*an?\s+\w|(?:can you |please )?explain\b|why\b"
+    r"|who (?:invented|was|is)\b|when (?:was|did)\b|where does\b|recommend\b"
+    r"|(?:what|which) is the difference\b|what's the difference\b"
+    r"|qu'est-ce qu|was ist (?:ein|eine)\b|qué es (?:un|una)\b)",
+    re.IGNORECASE,
+)
 # A tool with a required number the request does not contain would get an invented one.
 MISSING_NUMBER_PENALTY = 6.0
 
@@ -294,5 +304,7 @@ def decide(
             if not has_numbers and needs_number(spec):
                 scores[spec.name] -= MISSING_NUMBER_PENALTY
         scores["none"] += NONE_BIAS
+        if _CONCEPT_QUESTION.search(text):
+            scores["none"] += CONCEPT_QUESTION_BONUS
     choice = max(scores, key=lambda k: scores[k])
     return next((t for t in tools if t.name == choice), None)
