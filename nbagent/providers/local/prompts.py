@@ -80,7 +80,7 @@ def decision_messages(request: ModelRequest, tools: list[ToolSpec]) -> list[dict
     out = [{"role": "system", "content": system}]
     for user, answer in shots:
         out += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
-    out.append({"role": "user", "content": _last_user_text(request)})
+    out.append({"role": "user", "content": last_user_text(request)})
     return out
 
 
@@ -108,7 +108,8 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
-def _last_user_text(request: ModelRequest) -> str:
+def last_user_text(request: ModelRequest) -> str:
+    """The latest user message's text."""
     for message in reversed(request.messages):
         if message.role == "user":
             return message.content

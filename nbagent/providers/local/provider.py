@@ -5,36 +5,42 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, ProviderError
 from ...messages import Usage
 from ..base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
-from .decision import choose, copy_bias
+from .decision import COPY_BIAS
 from .grammar import arguments_grammar, parse_call
+from .honesty import FigureGuard, failure_answer, known_figures
 from .prompts import (
     CALL_OPEN,
     call_instruction,
     called_this_turn,
     chat_messages,
-    decision_messages,
+    last_user_text,
     rounds_this_turn,
 )
+from .routing import decide
 from .runtime import (
+    CHAT_SLOT,
     DEFAULT_CTX,
     INSTALL_HINT,
-    ROUTER_CTX,
     LoadedModel,
-    import_llama,
+    import_runtime,
     installed,
+    is_loaded,
+    load_average,
     load_model,
     smollm2_path,
-    tokens,
 )
 
+FOOTER_NOTE = "small offline model: check important answers"
 DEFAULT_MAX_TOKENS = 384
 
 
@@ -53,6 +59,9 @@ class LocalProvider:
         n_ctx: the context size in tokens.
         n_threads: CPU threads (default: up to 4).
         max_tool_rounds: tool rounds per user message before the model must answer.
+        decision: "combined" (model and retrieval scores, arguments grounded in the
+            request) or "model" (the model's probabilities alone and arguments from
+            the schema alone: the earlier steps, kept for comparisons).
     """
 
     name = "local"
@@ -76,6 +85,7 @@ class LocalProvider:
         n_ctx: int | None = None,
         n_threads: int | None = None,
         max_tool_rounds: int = 1,
+        decision: str = "combined",
     ) -> None:
         # base_url / api_key / http_client / retries / timeout mean nothing in process;
         # they are accepted so every adapter has the same constructor.
@@ -92,21 +102,26 @@ class LocalProvider:
         # does not chain tools usefully; after a result it tends to call another
         # tool instead of answering, so the default is one (raise it for bigger GGUFs).
         self.max_tool_rounds = max_tool_rounds
-        import_llama()  # fail early with the install hint
+        self.decision = decision
+        import_runtime()  # fail early with the install hint
 
     def __repr__(self) -> str:
         return f"LocalProvider(model={self.model or 'smollm2-135m'!r}, n_ctx={self.n_ctx})"
 
-    def load(self) -> LoadedModel:
+    def load(self, progress: Callable[[str], None] | None = None) -> LoadedModel:
         """Load the model now (blocking); later requests reuse it."""
-        return load_model(self.path or smollm2_path(), self.n_ctx, self.n_threads)
+        return load_model(self.path or smollm2_path(), self.n_ctx, self.n_threads, progress)
 
     async def aclose(self) -> None:
         """Nothing to close: the model stays loaded for the other agents of this process."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         """Events for one request, generated in a worker thread (see the package docstring)."""
-        loaded = await asyncio.to_thread(self.load)
+        path = self.path or smollm2_path()
+        if is_loaded(path, self.n_ctx, self.n_threads):
+            loaded = self.load()
+        else:  # the first load in this process: say so in the cell (stderr shows there)
+            loaded = await asyncio.to_thread(self.load, _progress)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
@@ -147,60 +162,48 @@ class LocalProvider:
         self, loaded: LoadedModel, request: ModelRequest, stop: threading.Event, put: Any
     ) -> None:
         """Decide (tool or answer), then write the call's arguments or stream the answer."""
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-        from llama_cpp.llama_grammar import LlamaGrammar
-
-        llm = loaded.llm
-        formatter = Jinja2ChatFormatter(loaded.template, loaded.eos, loaded.bos)
+        started = time.perf_counter()
         max_tokens = request.max_output_tokens or DEFAULT_MAX_TOKENS
         temperature = 0.0 if request.temperature is None else request.temperature
         usage = Usage()
 
+        def finish(reason: str) -> None:
+            put("event", UsageReport(usage))
+            put("event", Finished(reason, footer_data(loaded, time.perf_counter() - started)))
+
         def complete(
-            model: Any,
-            prompt: str,
-            prompt_tokens: int,
-            grammar: str | None,
+            messages: list[dict[str, str]],
+            on_piece: Callable[[str], None],
             limit: int,
-            bias: dict[int, float] | None = None,
-        ) -> Iterator[str]:
-            """Generate under ``grammar``; yields text pieces, stops between tokens on cancel."""
-            usage.input_tokens += prompt_tokens
-            options: dict[str, Any] = {
+            **options: Any,
+        ) -> None:
+            """Generate in the conversation slot; stops between tokens when cancelled."""
+            body: dict[str, Any] = {
                 "max_tokens": limit,
                 "temperature": temperature,
-                # A repeat penalty keeps free text from looping, but inside a JSON
-                # call it penalises the quotes and braces the call must repeat
-                # (strings then never close), so it applies to answers only.
-                "repeat_penalty": 1.0 if grammar else 1.1,
-                **({"logit_bias": bias} if bias else {}),
+                "id_slot": CHAT_SLOT,
+                "cache_prompt": True,
+                "stream_options": {"include_usage": True},
+                **options,
                 **request.extra,
             }
-            grammar_obj = LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
-            pieces = model.create_completion(prompt, grammar=grammar_obj, stream=True, **options)
-            try:
-                for chunk in pieces:
-                    if stop.is_set():
-                        return
-                    yield chunk["choices"][0].get("text") or ""
-            finally:
-                pieces.close()
-                usage.output_tokens += max(0, model.n_tokens - prompt_tokens)
+            self._stream_fitted(loaded, messages, body, stop, usage, on_piece)
 
+        last = request.messages[-1] if request.messages else None
+        rounds = last.rounds or [] if last is not None and last.role == "assistant" else []
+        if rounds:
+            failed = failure_answer(rounds[-1].results)
+            if failed is not None:  # every call failed or was denied: say so, present nothing
+                put("event", TextChunk(failed))
+                finish("stop")
+                return
         candidates = []
         if request.tool_choice != "none" and rounds_this_turn(request) < self.max_tool_rounds:
             called = called_this_turn(request)
             candidates = [t for t in request.tools if t.name not in called]
         if candidates:
-            # 1. The decision: which of the tool names or "none" is the likeliest reply.
-            router = loaded.router
-            prompt, prompt_tokens = self._fit(
-                router, formatter, decision_messages(request, candidates), 8, ROUTER_CTX
-            )
-            usage.input_tokens += prompt_tokens
-            choice = choose(router, prompt, [t.name for t in candidates] + ["none"])
-            usage.output_tokens += 1
-            spec = next((t for t in candidates if t.name == choice), None)
+            # 1. The decision: which of the tool names or "none" fits the request.
+            spec = decide(loaded, request, candidates, usage, self.decision)
             if stop.is_set():
                 return
             if spec is not None:
@@ -208,64 +211,93 @@ class LocalProvider:
                 # rest must match the tool's JSON schema.
                 messages = chat_messages(request, call_instruction(spec))
                 head = CALL_OPEN + json.dumps({"name": spec.name, "arguments": 0})[:-2]
-                prompt, prompt_tokens = self._fit(llm, formatter, messages, max_tokens)
-                prompt += head
-                prompt_tokens = len(tokens(llm, prompt))
-                grammar = arguments_grammar(spec)
-                text = "".join(complete(llm, prompt, prompt_tokens, grammar, max_tokens))
+                messages.append({"role": "assistant", "content": head})
+                # The earlier step ("model") wrote arguments from the schema alone.
+                grounding = last_user_text(request) if self.decision != "model" else ""
+                grammar = arguments_grammar(spec, grounding)
+                # A repeat penalty would penalise the quotes and braces a call must repeat.
+                pieces: list[str] = []
+                complete(messages, pieces.append, max_tokens, grammar=grammar, repeat_penalty=1.0)
+                text = "".join(pieces)
                 if stop.is_set():
                     return
                 call = parse_call(spec.name, text)
-                put("event", UsageReport(usage))
                 if call is None:  # cut off by the token limit: say so, invent nothing
                     put(
                         "event",
                         TextChunk(f"[the call of {spec.name} was cut off at {max_tokens} tokens]"),
                     )
-                    put("event", Finished("length"))
+                    finish("length")
                 else:
                     put("event", ToolCallReady(call))
-                    put("event", Finished("tool_call"))
+                    finish("tool_call")
                 return
-        # 3. The answer, streamed token by token.
-        prompt, prompt_tokens = self._fit(llm, formatter, chat_messages(request), max_tokens)
-        produced = False
-        bias = copy_bias(llm, request)
-        for piece in complete(llm, prompt, prompt_tokens, None, max_tokens, bias):
-            if piece:
-                produced = True
-                put("event", TextChunk(piece))
+        # 3. The answer, streamed token by token; figures nobody gave it are replaced.
+        guard = FigureGuard(known_figures(request))
+        shown: list[str] = []
+
+        def show(piece: str) -> None:
+            text = guard.feed(piece)
+            if text:
+                shown.append(text)
+                put("event", TextChunk(text))
+
+        options: dict[str, Any] = {"repeat_penalty": 1.1}
+        bias = copy_bias(request)
+        if bias:
+            options["logit_bias"] = bias
+        complete(chat_messages(request), show, max_tokens, **options)
         if stop.is_set():
             return
-        put("event", UsageReport(usage))
-        put("event", Finished("stop" if produced else "empty"))
+        rest = guard.flush()
+        if rest:
+            shown.append(rest)
+            put("event", TextChunk(rest))
+        finish("stop" if "".join(shown).strip() else "empty")
 
-    def _fit(
+    def _stream_fitted(
         self,
-        llm: Any,
-        formatter: Any,
+        loaded: LoadedModel,
         messages: list[dict[str, str]],
-        max_tokens: int,
-        n_ctx: int | None = None,
-    ) -> tuple[str, int]:
-        """Format the prompt, dropping the oldest turns until it fits the context."""
-        n_ctx = n_ctx or self.n_ctx
-        budget = n_ctx - max_tokens
+        body: dict[str, Any],
+        stop: threading.Event,
+        usage: Usage,
+        on_piece: Callable[[str], None],
+    ) -> None:
+        """Stream one completion, dropping the oldest turns while the prompt is too long."""
         messages = list(messages)
+        reported: dict[str, Any] = {}
         while True:
-            prompt = formatter(messages=messages).prompt
-            count = len(tokens(llm, prompt))
-            if count <= budget:
-                return prompt, count
-            if len(messages) <= 2:
+            reported.clear()
+
+            def on_chunk(chunk: dict[str, Any]) -> bool:
+                if chunk.get("usage"):
+                    reported.update(chunk["usage"])
+                for choice in chunk.get("choices") or []:
+                    text = (choice.get("delta") or {}).get("content")
+                    if text:
+                        on_piece(text)
+                return stop.is_set()  # True stops generation before the next token
+
+            error = loaded.chat({**body, "messages": messages}, on_chunk)
+            if error is None:
+                usage.input_tokens += int(reported.get("prompt_tokens", 0))
+                usage.output_tokens += int(reported.get("completion_tokens", 0))
+                return
+            info = error.get("error", error)
+            if info.get("type") != "exceed_context_size_error":
+                raise ProviderError("local", None, str(info.get("type")), str(info.get("message")))
+            first = 1 if messages and messages[0]["role"] == "system" else 0
+            prefill = 1 if messages[-1]["role"] == "assistant" else 0
+            if len(messages) - first - prefill <= 1:
                 raise ProviderError(
                     "local",
                     None,
                     "context_length_exceeded",
-                    f"the prompt needs {count} tokens but the context holds {n_ctx} "
-                    f"(minus {max_tokens} for the answer); raise NBAGENT_LOCAL_CTX or n_ctx=",
+                    f"the prompt needs {info.get('n_prompt_tokens')} tokens but the context "
+                    f"holds {info.get('n_ctx')}; raise NBAGENT_LOCAL_CTX or n_ctx=",
                 )
-            del messages[1]  # keep the system prompt; drop the oldest turn
+            del messages[first]  # keep the system prompt; drop the oldest turn
 
 
 def int_env(env: Mapping[str, str], key: str) -> int | None:
@@ -277,3 +309,35 @@ def int_env(env: Mapping[str, str], key: str) -> int | None:
         return int(value)
     except ValueError:
         raise ConfigError(f"{key} must be an integer, not {value!r}") from None
+
+
+def _progress(message: str) -> None:
+    print(f"[nbagent] {message}", file=sys.stderr, flush=True)
+
+
+def copy_bias(request: ModelRequest) -> list[list[Any]]:
+    """:data:`COPY_BIAS` for the text of this turn's successful tool results."""
+    last = request.messages[-1] if request.messages else None
+    if last is None or last.role != "assistant":
+        return []
+    texts = {
+        text
+        for tool_round in last.rounds or []
+        for result in tool_round.results
+        if result.ok and result.content
+        # Both spellings: with and without the space a word takes mid-sentence.
+        for text in (result.content, " " + result.content)
+    }
+    return [[text, COPY_BIAS] for text in sorted(texts)]
+
+
+def footer_data(loaded: LoadedModel, generation_s: float) -> dict[str, Any]:
+    """What the footer shows for an embedded-model answer (``provider_data``)."""
+    load = load_average()
+    return {
+        "footer_note": (
+            f"load {load:.1f} · generated in {generation_s:.1f} s "
+            f"({loaded.threads} thread{'s' if loaded.threads != 1 else ''}) · {FOOTER_NOTE}"
+        ),
+        "local": {"load_average": load, "generation_s": generation_s, "threads": loaded.threads},
+    }

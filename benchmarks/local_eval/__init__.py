@@ -1,0 +1,1 @@
+"""The embedded model's tool eval (see run.py)."""
