@@ -50,6 +50,7 @@ class Agent:
         approver: Approver | None = None,
         max_output_tokens: int | None = None,
         temperature: float | None = None,
+        max_cost: float | None = None,
         store: Store | str | os.PathLike[str] | None = "default",
         record: str | os.PathLike[str] | None = None,
         replay: str | os.PathLike[str] | None = None,
@@ -82,6 +83,7 @@ class Agent:
             approver=approver,
             max_output_tokens=max_output_tokens,
             temperature=temperature,
+            max_cost=max_cost,
         )
         self.conversation = Conversation(system=system)
         self.last_result: RunResult | None = None
@@ -217,6 +219,10 @@ class Agent:
         if overrides:
             settings = LoopSettings(**{**settings.__dict__, **overrides})
         provider = self.provider
+        if settings.max_cost is not None:
+            from .cost import require_price
+
+            require_price(provider.name, provider.model)  # before any request is sent
         self._writer = None
         if self.store is not None:
             from .redaction import collect_secrets

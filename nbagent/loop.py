@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import cost
 from .errors import ToolError
 from .events import (
     Event,
@@ -49,6 +50,7 @@ _STOP_NOTES = {
     "timeout": "[run timed out]",
     "cancelled": "[run cancelled]",
     "token_budget": "[stopped: token budget reached]",
+    "cost_budget": "[stopped: cost budget reached]",
     "error": "[run failed]",
 }
 
@@ -69,6 +71,8 @@ class LoopSettings:
     approver: Approver | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    max_cost: float | None = None
+    """USD: stop before a request whose estimated price would exceed it (``nbagent.cost``)."""
 
 
 def title_case(name: str) -> str:
@@ -195,6 +199,9 @@ class Run:
             if self._over_token_budget():
                 self._stop_reason = "token_budget"
                 return
+            if self._over_cost_budget():
+                self._stop_reason = "cost_budget"
+                return
             forced = round_index >= settings.max_rounds
             started = time.perf_counter()
             text, calls, usage, provider_data = await self._request(round_index, forced=forced)
@@ -258,6 +265,7 @@ class Run:
                 self._on_provider_event(event, round_index, calls)
                 if isinstance(event, UsageReport):
                     usage = event.usage  # cumulative within a request: replace, never add
+                    usage.cost = cost.price(self.provider.name, self.provider.model, usage)
                 elif isinstance(event, Finished):
                     provider_data = event.provider_data
         finally:
@@ -335,6 +343,29 @@ class Run:
         # The next request costs at least what the last one took as input.
         last_input = rounds[-1].usage.input_tokens if rounds else 0
         return self.usage.total_tokens + last_input > budget or self.usage.total_tokens >= budget
+
+    def _over_cost_budget(self) -> bool:
+        """Whether what was spent plus the next request's estimated input exceeds max_cost."""
+        budget = self.settings.max_cost
+        if budget is None:
+            return False
+        tokens = cost.estimate_input_tokens(
+            self.conversation.system,
+            self.conversation.messages,
+            [t.spec for t in self.tools.values()],
+        )
+        estimate = cost.input_price(self.provider.name, self.provider.model, tokens) or 0.0
+        spent = self.usage.cost or 0.0
+        if spent + estimate <= budget:
+            return False
+        rounds = self.message.rounds or []
+        head = (
+            f"Stopped: the next request (about {cost.format_cost(estimate)} for ~{tokens:,} "
+            f"input tokens) would exceed max_cost {cost.format_cost(budget)} "
+            f"({cost.format_cost(spent)} spent)."
+        )
+        self.message.content = head + ("\n" + self._gathered_summary() if rounds else "")
+        return True
 
     def _tool_errors_answer(self, count: int) -> str:
         failures = [

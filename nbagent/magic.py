@@ -390,9 +390,12 @@ class AgentMagics(Magics):
                 runs += 1
                 rounds += len(message.rounds or [])
                 total = total + (message.usage or Usage())
+        from .cost import format_cost
+
         print(
             f"{runs} runs, {rounds} tool rounds, {total.total_tokens:,} tokens "
-            f"({total.input_tokens:,} input, {total.output_tokens:,} output)"
+            f"({total.input_tokens:,} input, {total.output_tokens:,} output), "
+            f"cost {format_cost(total.cost)}"
         )
 
     def _cmd_history(self, rest: list[str]) -> Any:

@@ -22,7 +22,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("nbagent.errors", "nbagent.redaction", "nbagent.markdown_text", "nbagent.values",
          "nbagent.logs", "nbagent._sync")),
     (1, ("nbagent.messages",)),
-    (2, ("nbagent.results", "nbagent.events")),
+    (2, ("nbagent.results", "nbagent.events", "nbagent.cost")),
     (3, ("nbagent.tools",)),
     (4, ("nbagent.providers", "nbagent.testing")),
     (5, ("nbagent.loop",)),
