@@ -71,6 +71,8 @@ class Agent:
             self._provider_options["api_key"] = api_key
         if env is not None:
             self._provider_options["env"] = env
+        tools = None if tools is None else list(tools)
+        self._tool_sources = _sources(tools)  # MCP servers: closed by close()
         self._tools = None if tools is None else as_tools(tools)
         self.settings = LoopSettings(
             max_rounds=max_rounds,
@@ -145,6 +147,8 @@ class Agent:
     @tools.setter
     def tools(self, tools: Iterable[Tool | Callable[..., Any]] | None) -> None:
         # None means "every @tool in the kernel", looked up at each run.
+        tools = None if tools is None else list(tools)
+        self._tool_sources += _sources(tools)
         self._tools = None if tools is None else as_tools(tools)
 
     @property
@@ -301,9 +305,14 @@ class Agent:
             self._run.cancel()
 
     async def aclose(self) -> None:
-        """Close the provider's HTTP connections (the agent can still run afterwards)."""
+        """Close the provider's HTTP connections and stop the MCP servers it was given.
+
+        The agent can still run afterwards (a server starts again on its next call).
+        """
         if self._provider is not None:
             await self._provider.aclose()
+        for source in self._tool_sources:
+            await source.aclose()
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous code; safe inside Jupyter's running loop."""
@@ -322,6 +331,11 @@ class Agent:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _sources(tools: list[Any] | None) -> list[Any]:
+    """The items that provide several tools and own resources (MCP servers)."""
+    return [t for t in tools or [] if not isinstance(t, Tool) and hasattr(t, "nbagent_tools")]
 
 
 def _label(provider: Provider) -> str:

@@ -24,7 +24,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (1, ("nbagent.messages",)),
     (2, ("nbagent.results", "nbagent.events", "nbagent.cost")),
     (3, ("nbagent.tools",)),
-    (4, ("nbagent.providers", "nbagent.testing")),
+    (4, ("nbagent.providers", "nbagent.testing", "nbagent.mcp")),
     (5, ("nbagent.loop",)),
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render")),
     (7, ("nbagent.agent",)),
