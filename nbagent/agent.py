@@ -51,6 +51,7 @@ class Agent:
         max_output_tokens: int | None = None,
         temperature: float | None = None,
         max_cost: float | None = None,
+        output_type: Any = None,
         store: Store | str | os.PathLike[str] | None = "default",
         record: str | os.PathLike[str] | None = None,
         replay: str | os.PathLike[str] | None = None,
@@ -86,6 +87,7 @@ class Agent:
             max_output_tokens=max_output_tokens,
             temperature=temperature,
             max_cost=max_cost,
+            output_type=output_type,
         )
         self.conversation = Conversation(system=system)
         self.last_result: RunResult | None = None

@@ -28,6 +28,7 @@ from .events import (
     ToolCallStarted,
 )
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
+from .output import RETRIES, OutputSpec
 from .providers.base import (
     Finished,
     ModelRequest,
@@ -51,6 +52,7 @@ _STOP_NOTES = {
     "cancelled": "[run cancelled]",
     "token_budget": "[stopped: token budget reached]",
     "cost_budget": "[stopped: cost budget reached]",
+    "output_invalid": "[stopped: the answer never matched the output type]",
     "error": "[run failed]",
 }
 
@@ -73,6 +75,8 @@ class LoopSettings:
     temperature: float | None = None
     max_cost: float | None = None
     """USD: stop before a request whose estimated price would exceed it (``nbagent.cost``)."""
+    output_type: Any = None
+    """The type of ``result.output`` (``nbagent.output``); None for the answer text."""
 
 
 def title_case(name: str) -> str:
@@ -111,6 +115,10 @@ class Run:
         self._pending_round: ToolRound | None = None
         self._error: BaseException | None = None
         self._call_ids: set[str] = set()
+        self.output = None if settings.output_type is None else OutputSpec(settings.output_type)
+        self._output_value: Any = None
+        self._output_retry: tuple[str, str] | None = None  # (rejected answer, feedback)
+        self._output_attempts = 0
 
     # -- public ------------------------------------------------------------------
 
@@ -205,12 +213,18 @@ class Run:
             forced = round_index >= settings.max_rounds
             started = time.perf_counter()
             text, calls, usage, provider_data = await self._request(round_index, forced=forced)
+            if self.output is not None:
+                calls, answer = self.output.take_answer(calls)
+                text = text if answer is None else answer
             if forced or not calls:
                 if forced and not text.strip():
                     text = self._gathered_summary()
+                verdict = "complete" if self.output is None else self._check_output(text)
+                if verdict == "retry":
+                    continue
                 self.message.content = text
                 self.message.provider_data = provider_data
-                self._stop_reason = "max_rounds" if forced else "complete"
+                self._stop_reason = "max_rounds" if forced and verdict == "complete" else verdict
                 return
             tool_round = ToolRound(text or None, calls, [], usage, 0.0, provider_data)
             await self._call_tools(tool_round, round_index)
@@ -238,9 +252,13 @@ class Run:
     ) -> tuple[str, list[ToolCall], Usage, dict[str, Any] | None]:
         """One model request; returns its text, complete calls, usage and opaque data."""
         settings = self.settings
+        messages = self.conversation.messages
+        if self._output_retry is not None:  # the rejected answer, then what is wrong with it
+            self.message.content = self._output_retry[0]
+            messages = [*messages, Message(role="user", content=self._output_retry[1])]
         request = ModelRequest(
             system=self.conversation.system,
-            messages=self.conversation.messages,
+            messages=messages,
             tools=[t.spec for t in self.tools.values()],
             tool_choice="none" if forced else "auto",
             final_instruction=FINAL_ANSWER_INSTRUCTION if forced else None,
@@ -248,6 +266,8 @@ class Run:
             max_output_tokens=settings.max_output_tokens,
             temperature=settings.temperature,
         )
+        if self.output is not None:
+            request = self.output.prepare(request, self.provider.name, forced=forced)
         logger.info("round %d: model request (forced final=%s)", round_index + 1, forced)
         self._partial_text = []
         calls: list[ToolCall] = []
@@ -273,6 +293,8 @@ class Run:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
+            if self._output_retry is not None:
+                self.message.content = ""  # the rejected answer was only lent to the request
         self.usage = self.usage + usage
 
         self.message.usage = self.usage
@@ -334,6 +356,22 @@ class Run:
         )
         tool_round.results = results
         self._pending_round = None
+
+    def _check_output(self, text: str) -> str:
+        """Validate a final answer: "complete" (value kept), "retry" or "output_invalid"."""
+        assert self.output is not None
+        value, error = self.output.validate(text)
+        if error is None:
+            self._output_value, self._output_retry = value, None
+            return "complete"
+        self._output_attempts += 1
+        logger.info("answer rejected (%d): %s", self._output_attempts, error)
+        if self._output_attempts > RETRIES:
+            self._output_retry = None
+            return "output_invalid"
+        self._output_retry = (text, self.output.feedback(error, self.provider.name))
+        self._emit(Status(f"Fixing the answer to match {self.output.name}…"))
+        return "retry"
 
     def _over_token_budget(self) -> bool:
         budget = self.settings.max_total_tokens
@@ -401,8 +439,11 @@ class Run:
         self.message.stop_reason = stop_reason
         self.message.usage = self.usage
         rounds = self.message.rounds or []
+        typed = self.output is not None
         self.result = RunResult(
-            output=self.message.content,
+            output=self._output_value if typed else self.message.content,
+            text=self.message.content,
+            output_type=self.settings.output_type,
             rounds=rounds,
             stop_reason=stop_reason,
             usage=self.usage,

@@ -80,3 +80,15 @@ def footer_text(result: RunResult) -> str:
     if result.stop_reason and result.stop_reason != "complete":
         parts.append(f"stopped: {stop_reason_words(result.stop_reason)}")
     return " · ".join(parts)
+
+
+def typed_text(result: RunResult) -> str | None:
+    """The typed output as indented JSON (None for a text answer or an invalid one)."""
+    if result.output_type is None or result.output is None:
+        return None
+    import json
+
+    import pydantic
+
+    data = pydantic.TypeAdapter(result.output_type).dump_python(result.output, mode="json")
+    return json.dumps(data, indent=2, ensure_ascii=False)
