@@ -246,11 +246,18 @@ class Agent:
         ``overrides`` change settings for this run only (``max_rounds=2``, ``timeout=5``,
         ``tools=[...]``...).
         """
+        from .tracing import run_tracer
+
         run = self._new_run(prompt, **overrides)
         writer = self._writer
+        tracer = run_tracer(
+            run.provider.name, run.provider.model, self._provider_options.get("env")
+        )
         events = run.events()
         try:
             async for event in events:
+                if tracer is not None:
+                    tracer.on_event(event)  # OpenTelemetry spans, when it is in use
                 if writer is not None:
                     writer.on_event(event)  # a finished round or the run's end is saved now
                 if isinstance(event, RunFinished):
@@ -258,6 +265,8 @@ class Agent:
                 yield event
         finally:
             await events.aclose()  # a consumer that stopped early cancels the run now
+            if tracer is not None and tracer.run_span is not None:
+                tracer.finish(run.result)
             if run.result is not None:
                 self.last_result = run.result
                 if writer is not None:

@@ -27,7 +27,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (4, ("nbagent.providers", "nbagent.testing", "nbagent.mcp",
          "nbagent.output")),
     (5, ("nbagent.loop",)),
-    (6, ("nbagent.store", "nbagent.recording", "nbagent.render")),
+    (6, ("nbagent.store", "nbagent.recording", "nbagent.render", "nbagent.tracing")),
     (7, ("nbagent.agent",)),
     (8, ("nbagent.magic", "nbagent.widget", "nbagent.live", "nbagent.terminal",
          "nbagent.demo", "nbagent.cli", "nbagent.__init__")),
