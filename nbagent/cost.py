@@ -14,6 +14,7 @@ name is priced as OpenAI.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -82,14 +83,16 @@ def estimate_input_tokens(
 
 
 def format_cost(cost: float | None) -> str:
-    """``$0.0123`` (four significant digits under a cent), ``"unknown"`` for None."""
+    """``$0.0000204``, ``$0.0123``, ``$1.50`` (no exponents); ``"unknown"`` for None."""
     if cost is None:
         return "unknown"
     if cost == 0:
         return "$0"
-    if cost < 0.01:
-        return f"${cost:.4g}"
-    return f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"
+    if cost >= 1:
+        return f"${cost:,.2f}"
+    # Three significant digits, never in exponent notation: $0.0000204, $0.0123.
+    digits = max(2, 2 - math.floor(math.log10(cost)))
+    return f"${cost:.{digits}f}"
 
 
 def _calc(

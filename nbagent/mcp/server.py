@@ -199,6 +199,9 @@ class MCPServer:
         from mcp import ClientSession
 
         self.starts += 1
+        # The SDK validates results against output schemas with jsonschema, whose first
+        # import can take seconds: import it in a thread while the server starts.
+        warm = asyncio.get_running_loop().run_in_executor(None, _warm_imports)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._connect())
@@ -212,6 +215,8 @@ class MCPServer:
                         f"MCP server {self.name!r} did not answer initialize within "
                         f"{self.start_timeout:g} s ({self!r})"
                     ) from None
+                with contextlib.suppress(Exception):
+                    await warm
                 self._session = session
                 ready.set_result(listing)
                 logger.info("MCP server %s started with %d tools", self.name, len(listing))
@@ -276,6 +281,11 @@ class MCPServer:
             await asyncio.wait_for(asyncio.shield(owner), 10)
         if not owner.done():
             owner.cancel()
+
+
+def _warm_imports() -> None:
+    with contextlib.suppress(ImportError):
+        import jsonschema  # noqa: F401
 
 
 def _leaf(exc: BaseException) -> BaseException:
