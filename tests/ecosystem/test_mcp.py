@@ -20,7 +20,7 @@ from nbagent.mcp import MCPError, MCPServer, servers_from_config
 from nbagent.testing import call, reply
 from tests.support.agents import http_agent, scripted_agent
 from tests.support.scripted import Answer, ScriptedReplies
-from tests.support.servers import WireServer
+from tests.support.servers import Reply, WireServer
 
 DEMO = str(Path(__file__).parent / "servers" / "demo_mcp.py")
 
@@ -337,3 +337,31 @@ def test_mcp_servers_json_format(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ConfigError, match="not JSON"):
         servers_from_config(path)
+
+
+def test_gemini_gets_the_mcp_schemas_in_its_subset(server):
+    from tests.support.servers import Gemini
+
+    wire = WireServer().add(
+        Reply.sse(
+            [
+                Gemini.chunk(
+                    {"functionCall": {"name": "describe", "args": {"name": "r", "scores": [1.0]}}},
+                    finish="STOP",
+                    usage=(5, 2),
+                )
+            ]
+        ),  # fmt: skip
+        Gemini.text_stream("Described."),
+    )
+    try:
+        agent = http_agent("gemini:gemini-test", wire, tools=[server], store=None)
+        result = agent.run_sync("describe r")
+        assert result.rounds[0].results[0].content.startswith("r: mean 1 cm")
+        declarations = {d["name"]: d for d in wire.bodies()[0]["tools"][0]["functionDeclarations"]}
+        parameters = declarations["describe"]["parameters"]
+        assert parameters["type"] == "OBJECT"
+        assert parameters["properties"]["scores"]["items"]["type"] == "NUMBER"
+        assert parameters["properties"]["tags"]["nullable"] is True
+    finally:
+        wire.close()
