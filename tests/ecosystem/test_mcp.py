@@ -365,3 +365,17 @@ def test_gemini_gets_the_mcp_schemas_in_its_subset(server):
         assert parameters["properties"]["tags"]["nullable"] is True
     finally:
         wire.close()
+
+
+def test_runs_on_another_event_loop_hand_calls_to_the_servers_loop(server):
+    # ``await agent.run(...)`` in Jupyter runs on the kernel's loop, not nbagent's.
+    import asyncio
+
+    def script(request):
+        if not request.tool_results:
+            return reply(calls=[call("add", a=1, b=2)])
+        return reply("done")
+
+    agent = scripted_agent(script, tools=[server], store=None)
+    result = asyncio.run(agent.run("go"))
+    assert result.rounds[0].results[0].content == "3"
