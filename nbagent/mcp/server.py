@@ -205,15 +205,24 @@ class MCPServer:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._connect())
-                session = await stack.enter_async_context(ClientSession(read, write))
+                bad_output: list[str] = []
+
+                async def on_message(message: Any) -> None:
+                    if isinstance(message, Exception):  # output that is not JSON-RPC
+                        bad_output.append(str(message).splitlines()[0][:200])
+
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=on_message)
+                )
                 try:
                     with anyio.fail_after(self.start_timeout):
                         await session.initialize()
                         listing = await _list_all(session)
                 except TimeoutError:
+                    why = f"; it wrote what is not JSON-RPC: {bad_output[0]}" if bad_output else ""
                     raise MCPError(
                         f"MCP server {self.name!r} did not answer initialize within "
-                        f"{self.start_timeout:g} s ({self!r})"
+                        f"{self.start_timeout:g} s ({self!r}){why}"
                     ) from None
                 with contextlib.suppress(Exception):
                     await warm

@@ -154,7 +154,7 @@ def test_a_server_that_never_answers_initialize_is_a_clear_error():
 def test_malformed_json_rpc_is_a_clear_error_not_a_hang():
     server = demo("--garbage", start_timeout=3)
     began = time.monotonic()
-    with pytest.raises(MCPError, match="initialize|failed to start"):
+    with pytest.raises(MCPError, match="did not answer initialize.*not JSON-RPC"):
         server.nbagent_tools()
     assert time.monotonic() - began < 30
 
