@@ -291,6 +291,10 @@ class Agent:
         """
         from ._sync import iterate_in_background
 
+        if overrides.get("tools") is not None:
+            # On this thread: listing an MCP server's tools may start it (a sync wait that
+            # cannot happen on nbagent's loop, where the run goes).
+            overrides["tools"] = list(as_tools(overrides["tools"]).values())
         return iterate_in_background(lambda: self.stream(prompt, **overrides), self.cancel)
 
     def run_sync(self, prompt: str, **overrides: Any) -> RunResult:

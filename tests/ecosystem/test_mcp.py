@@ -379,3 +379,14 @@ def test_runs_on_another_event_loop_hand_calls_to_the_servers_loop(server):
     agent = scripted_agent(script, tools=[server], store=None)
     result = asyncio.run(agent.run("go"))
     assert result.rounds[0].results[0].content == "3"
+
+
+def test_a_server_given_for_one_run_only(server):
+    def script(request):
+        if not request.tool_results:
+            return reply(calls=[call("add", a=1, b=2)])
+        return reply("done")
+
+    agent = scripted_agent(script, tools=[], store=None)
+    result = agent.run_sync("go", tools=[server])
+    assert result.rounds[0].results[0].content == "3"
