@@ -15,7 +15,6 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import cost
 from .errors import ToolError
 from .events import (
     Event,
@@ -28,7 +27,6 @@ from .events import (
     ToolCallStarted,
 )
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
-from .output import RETRIES, OutputSpec
 from .providers.base import (
     Finished,
     ModelRequest,
@@ -115,7 +113,11 @@ class Run:
         self._pending_round: ToolRound | None = None
         self._error: BaseException | None = None
         self._call_ids: set[str] = set()
-        self.output = None if settings.output_type is None else OutputSpec(settings.output_type)
+        self.output: Any = None  # an nbagent.output.OutputSpec (imported only when used)
+        if settings.output_type is not None:
+            from .output import OutputSpec
+
+            self.output = OutputSpec(settings.output_type)
         self._output_value: Any = None
         self._output_retry: tuple[str, str] | None = None  # (rejected answer, feedback)
         self._output_attempts = 0
@@ -274,6 +276,8 @@ class Run:
         usage = Usage()
         provider_data: dict[str, Any] | None = None
         started = time.perf_counter()
+        from .cost import price  # dollars from genai-prices (imported on first use)
+
         # The request waits until the consumer has handled every event emitted so far,
         # however long it takes over each: the history writer has then saved the prompt
         # and every finished round, so a crash during this request loses only this round.
@@ -285,7 +289,7 @@ class Run:
                 self._on_provider_event(event, round_index, calls)
                 if isinstance(event, UsageReport):
                     usage = event.usage  # cumulative within a request: replace, never add
-                    usage.cost = cost.price(self.provider.name, self.provider.model, usage)
+                    usage.cost = price(self.provider.name, self.provider.model, usage)
                 elif isinstance(event, Finished):
                     provider_data = event.provider_data
         finally:
@@ -359,6 +363,8 @@ class Run:
 
     def _check_output(self, text: str) -> str:
         """Validate a final answer: "complete" (value kept), "retry" or "output_invalid"."""
+        from .output import RETRIES
+
         assert self.output is not None
         value, error = self.output.validate(text)
         if error is None:
@@ -387,6 +393,8 @@ class Run:
         budget = self.settings.max_cost
         if budget is None:
             return False
+        from . import cost
+
         tokens = cost.estimate_input_tokens(
             self.conversation.system,
             self.conversation.messages,
