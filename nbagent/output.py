@@ -3,8 +3,9 @@
 ``T`` may be a pydantic model, a dataclass, a ``TypedDict``, a primitive, or
 ``list[...]`` of these; pydantic's ``TypeAdapter`` gives its JSON schema and
 validates the answer. Each API's native structured output is used where it
-exists (OpenAI ``response_format`` json_schema, Gemini ``responseSchema``, Ollama
-``format``); Anthropic gets a ``final_answer`` tool whose arguments are the answer.
+exists (OpenAI ``response_format`` json_schema, Gemini ``responseSchema`` on requests
+without tools, which it cannot combine them with, Ollama ``format``); Anthropic gets
+a ``final_answer`` tool whose arguments are the answer.
 Other providers are told the schema in the system prompt. A schema whose root
 is not an object (a list, a number) is wrapped as ``{"value": ...}`` on the wire,
 since tool arguments and OpenAI's json_schema need an object.
@@ -73,6 +74,9 @@ class OutputSpec:
                 "type": "json_schema",
                 "json_schema": {"name": _wire_name(self.name), "schema": self.schema},
             }
+        elif provider == "gemini" and request.tools:
+            # Gemini 2.x refuses a JSON response mime type beside function declarations.
+            system = _join(system, self.instruction())
         elif provider == "gemini":
             from .providers.schema_convert import to_gemini_schema
 

@@ -80,6 +80,20 @@ def test_gemini_sends_response_schema_in_its_subset(server):
     assert schema["properties"]["population"]["type"] == "INTEGER"
 
 
+def test_gemini_with_tools_gets_the_schema_in_words(server):
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return "x"
+
+    server.add(Gemini.text_stream(json.dumps(CITIES[0])))
+    agent = http_agent("gemini:gemini-test", server, tools=[lookup], store=None)
+    result = agent.run_sync("A French city", output_type=City)
+    assert result.output == City(**CITIES[0])
+    body = server.bodies()[0]
+    assert "responseSchema" not in json.dumps(body.get("generationConfig", {}))
+    assert '"population"' in body["systemInstruction"]["parts"][0]["text"]
+
+
 def test_ollama_sends_format(server):
     server.add(Reply.ndjson([*Ollama.text_chunks('{"x": 1.5, "y": -2}'), Ollama.done()]))
     agent = http_agent("ollama:qwen3", server, tools=[], store=None)
