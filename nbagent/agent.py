@@ -52,6 +52,8 @@ class Agent:
         approver: Approver | None = None,
         max_output_tokens: int | None = None,
         temperature: float | None = None,
+        max_cost: float | None = None,
+        output_type: Any = None,
         store: Store | str | os.PathLike[str] | None = "default",
         record: str | os.PathLike[str] | None = None,
         replay: str | os.PathLike[str] | None = None,
@@ -74,6 +76,8 @@ class Agent:
             self._provider_options["api_key"] = api_key
         if env is not None:
             self._provider_options["env"] = env
+        tools = None if tools is None else list(tools)
+        self._tool_sources = _sources(tools)  # MCP servers: closed by close()
         self._tools = None if tools is None else as_tools(tools)
         self.settings = LoopSettings(
             max_rounds=max_rounds,
@@ -87,6 +91,8 @@ class Agent:
             max_output_tokens=max_output_tokens,
             temperature=temperature,
             images=images,
+            max_cost=max_cost,
+            output_type=output_type,
         )
         self.kernel = kernel
         """True: the kernel tools are offered and each run's system message carries the
@@ -153,6 +159,8 @@ class Agent:
     @tools.setter
     def tools(self, tools: Iterable[Tool | Callable[..., Any]] | None) -> None:
         # None means "every @tool in the kernel", looked up at each run.
+        tools = None if tools is None else list(tools)
+        self._tool_sources += _sources(tools)
         self._tools = None if tools is None else as_tools(tools)
 
     @property
@@ -232,6 +240,10 @@ class Agent:
         if overrides:
             settings = LoopSettings(**{**settings.__dict__, **overrides})
         provider = self.provider
+        if settings.max_cost is not None:
+            from .cost import require_price
+
+            require_price(provider.name, provider.model)  # before any request is sent
         self._writer = None
         if self.store is not None:
             from .redaction import collect_secrets
@@ -269,10 +281,17 @@ class Agent:
         except BaseException:
             self._busy.release()
             raise
+        from .tracing import run_tracer
+
         writer = self._writer
+        tracer = run_tracer(
+            run.provider.name, run.provider.model, self._provider_options.get("env")
+        )
         events = run.events()
         try:
             async for event in events:
+                if tracer is not None:
+                    tracer.on_event(event)  # OpenTelemetry spans, when it is in use
                 if writer is not None:
                     writer.on_event(event)  # a finished round or the run's end is saved now
                 if isinstance(event, RunFinished):
@@ -280,6 +299,8 @@ class Agent:
                 yield event
         finally:
             await events.aclose()  # a consumer that stopped early cancels the run now
+            if tracer is not None and tracer.run_span is not None:
+                tracer.finish(run.result)
             if run.result is not None:
                 self.last_result = run.result
                 if writer is not None:
@@ -305,6 +326,10 @@ class Agent:
         """
         from ._sync import iterate_in_background
 
+        if overrides.get("tools") is not None:
+            # On this thread: listing an MCP server's tools may start it (a sync wait that
+            # cannot happen on nbagent's loop, where the run goes).
+            overrides["tools"] = list(as_tools(overrides["tools"]).values())
         return iterate_in_background(lambda: self.stream(prompt, **overrides), self.cancel)
 
     def run_sync(self, prompt: str, **overrides: Any) -> RunResult:
@@ -330,9 +355,14 @@ class Agent:
             self._run.cancel()
 
     async def aclose(self) -> None:
-        """Close the provider's HTTP connections (the agent can still run afterwards)."""
+        """Close the provider's HTTP connections and stop the MCP servers it was given.
+
+        The agent can still run afterwards (a server starts again on its next call).
+        """
         if self._provider is not None:
             await self._provider.aclose()
+        for source in self._tool_sources:
+            await source.aclose()
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous code; safe inside Jupyter's running loop."""
@@ -351,6 +381,11 @@ class Agent:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _sources(tools: list[Any] | None) -> list[Any]:
+    """The items that provide several tools and own resources (MCP servers)."""
+    return [t for t in tools or [] if not isinstance(t, Tool) and hasattr(t, "nbagent_tools")]
 
 
 def _label(provider: Provider) -> str:

@@ -51,6 +51,8 @@ _STOP_NOTES = {
     "timeout": "[run timed out]",
     "cancelled": "[run cancelled]",
     "token_budget": "[stopped: token budget reached]",
+    "cost_budget": "[stopped: cost budget reached]",
+    "output_invalid": "[stopped: the answer never matched the output type]",
     "error": "[run failed]",
 }
 
@@ -77,6 +79,10 @@ class LoopSettings:
     """Text added to the system message of this run's requests (the kernel inventory)."""
     attachments: list[Image] | None = None
     """Images sent with this run's prompt (``{fig}``)."""
+    max_cost: float | None = None
+    """USD: stop before a request whose estimated price would exceed it (``nbagent.cost``)."""
+    output_type: Any = None
+    """The type of ``result.output`` (``nbagent.output``); None for the answer text."""
 
 
 def title_case(name: str) -> str:
@@ -115,6 +121,14 @@ class Run:
         self._pending_round: ToolRound | None = None
         self._error: BaseException | None = None
         self._call_ids: set[str] = set()
+        self.output: Any = None  # an nbagent.output.OutputSpec (imported only when used)
+        if settings.output_type is not None:
+            from .output import OutputSpec
+
+            self.output = OutputSpec(settings.output_type)
+        self._output_value: Any = None
+        self._output_retry: tuple[str, str] | None = None  # (rejected answer, feedback)
+        self._output_attempts = 0
 
     # -- public ------------------------------------------------------------------
 
@@ -219,15 +233,24 @@ class Run:
             if self._over_token_budget():
                 self._stop_reason = "token_budget"
                 return
+            if self._over_cost_budget():
+                self._stop_reason = "cost_budget"
+                return
             forced = round_index >= settings.max_rounds
             started = time.perf_counter()
             text, calls, usage, provider_data = await self._request(round_index, forced=forced)
+            if self.output is not None:
+                calls, answer = self.output.take_answer(calls)
+                text = text if answer is None else answer
             if forced or not calls:
                 if forced and not text.strip():
                     text = self._gathered_summary()
+                verdict = "complete" if self.output is None else self._check_output(text)
+                if verdict == "retry":
+                    continue
                 self.message.content = text
                 self.message.provider_data = provider_data
-                self._stop_reason = "max_rounds" if forced else "complete"
+                self._stop_reason = "max_rounds" if forced and verdict == "complete" else verdict
                 return
             tool_round = ToolRound(text or None, calls, [], usage, 0.0, provider_data)
             await self._call_tools(tool_round, round_index)
@@ -255,10 +278,14 @@ class Run:
     ) -> tuple[str, list[ToolCall], Usage, dict[str, Any] | None]:
         """One model request; returns its text, complete calls, usage and opaque data."""
         settings = self.settings
+        messages = self.conversation.messages
+        if self._output_retry is not None:  # the rejected answer, then what is wrong with it
+            self.message.content = self._output_retry[0]
+            messages = [*messages, Message(role="user", content=self._output_retry[1])]
         request = ModelRequest(
             system="\n\n".join(p for p in (self.conversation.system, settings.context) if p)
             or None,
-            messages=self.conversation.messages,
+            messages=messages,
             tools=[t.spec for t in self.tools.values()],
             tool_choice="none" if forced else "auto",
             final_instruction=FINAL_ANSWER_INSTRUCTION if forced else None,
@@ -267,12 +294,16 @@ class Run:
             temperature=settings.temperature,
             images=settings.images and accepts_images(self.provider.model),
         )
+        if self.output is not None:
+            request = self.output.prepare(request, self.provider.name, forced=forced)
         logger.info("round %d: model request (forced final=%s)", round_index + 1, forced)
         self._partial_text = []
         calls: list[ToolCall] = []
         usage = Usage()
         provider_data: dict[str, Any] | None = None
         started = time.perf_counter()
+        from .cost import price  # dollars from genai-prices (imported on first use)
+
         # The request waits until the consumer has handled every event emitted so far,
         # however long it takes over each: the history writer has then saved the prompt
         # and every finished round, so a crash during this request loses only this round.
@@ -284,6 +315,7 @@ class Run:
                 self._on_provider_event(event, round_index, calls)
                 if isinstance(event, UsageReport):
                     usage = event.usage  # cumulative within a request: replace, never add
+                    usage.cost = price(self.provider.name, self.provider.model, usage)
                 elif isinstance(event, Finished):
                     provider_data = event.provider_data
         finally:
@@ -291,6 +323,8 @@ class Run:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
+            if self._output_retry is not None:
+                self.message.content = ""  # the rejected answer was only lent to the request
         self.usage = self.usage + usage
 
         self.message.usage = self.usage
@@ -353,6 +387,24 @@ class Run:
         tool_round.results = results
         self._pending_round = None
 
+    def _check_output(self, text: str) -> str:
+        """Validate a final answer: "complete" (value kept), "retry" or "output_invalid"."""
+        from .output import RETRIES
+
+        assert self.output is not None
+        value, error = self.output.validate(text)
+        if error is None:
+            self._output_value, self._output_retry = value, None
+            return "complete"
+        self._output_attempts += 1
+        logger.info("answer rejected (%d): %s", self._output_attempts, error)
+        if self._output_attempts > RETRIES:
+            self._output_retry = None
+            return "output_invalid"
+        self._output_retry = (text, self.output.feedback(error, self.provider.name))
+        self._emit(Status(f"Fixing the answer to match {self.output.name}…"))
+        return "retry"
+
     def _over_token_budget(self) -> bool:
         budget = self.settings.max_total_tokens
         if budget is None:
@@ -361,6 +413,31 @@ class Run:
         # The next request costs at least what the last one took as input.
         last_input = rounds[-1].usage.input_tokens if rounds else 0
         return self.usage.total_tokens + last_input > budget or self.usage.total_tokens >= budget
+
+    def _over_cost_budget(self) -> bool:
+        """Whether what was spent plus the next request's estimated input exceeds max_cost."""
+        budget = self.settings.max_cost
+        if budget is None:
+            return False
+        from . import cost
+
+        tokens = cost.estimate_input_tokens(
+            self.conversation.system,
+            self.conversation.messages,
+            [t.spec for t in self.tools.values()],
+        )
+        estimate = cost.input_price(self.provider.name, self.provider.model, tokens) or 0.0
+        spent = self.usage.cost or 0.0
+        if spent + estimate <= budget:
+            return False
+        rounds = self.message.rounds or []
+        head = (
+            f"Stopped: the next request (about {cost.format_cost(estimate)} for ~{tokens:,} "
+            f"input tokens) would exceed max_cost {cost.format_cost(budget)} "
+            f"({cost.format_cost(spent)} spent)."
+        )
+        self.message.content = head + ("\n" + self._gathered_summary() if rounds else "")
+        return True
 
     def _tool_errors_answer(self, count: int) -> str:
         failures = [
@@ -396,8 +473,11 @@ class Run:
         self.message.stop_reason = stop_reason
         self.message.usage = self.usage
         rounds = self.message.rounds or []
+        typed = self.output is not None
         self.result = RunResult(
-            output=self.message.content,
+            output=self._output_value if typed else self.message.content,
+            text=self.message.content,
+            output_type=self.settings.output_type,
             rounds=rounds,
             stop_reason=stop_reason,
             usage=self.usage,

@@ -64,7 +64,24 @@ def register(ipython: Any) -> AgentMagics:
         return existing
     magics = AgentMagics(ipython)
     ipython.register_magics(magics)
+    _load_mcp_config()
     return magics
+
+
+def _load_mcp_config() -> None:
+    """Start the servers of the ``mcpServers`` file ``NBAGENT_MCP_CONFIG`` names, if any."""
+    import os
+
+    path = os.environ.get("NBAGENT_MCP_CONFIG")
+    if not path:
+        return
+    from .mcp import load_config
+
+    try:
+        for name, tools in load_config(path).items():
+            print(f"MCP server {name!r}: {len(tools)} tools")
+    except NbAgentError as exc:  # a broken config must not break %load_ext
+        print(f"NBAGENT_MCP_CONFIG: {exc}")
 
 
 def _magics(shell: Any = None) -> AgentMagics:
@@ -164,7 +181,8 @@ _LINE_HELP = """%agent                 show the model, conversation and tools
 %agent history [--all] rounds of this conversation (or all stored conversations) as a DataFrame
 %agent resume ID       continue a stored conversation
 %agent export PATH     save this conversation as .json or .md
-%agent record PATH     record provider traffic to PATH (JSON Lines; %agent record off stops)"""
+%agent record PATH     record provider traffic to PATH (JSON Lines; %agent record off stops)
+%agent mcp ...         MCP servers: add NAME -- COMMAND ARGS... | list | remove NAME | load PATH"""
 
 
 @magics_class
@@ -242,6 +260,9 @@ class AgentMagics(Magics):
     @argument(
         "-k", "--kernel", action="store_true", help="kernel tools, and the variables as context"
     )
+    @argument(
+        "--output-type", help="a type in the notebook: the result's output is validated to it"
+    )
     @cell_magic("agent")  # type: ignore[arg-type, unused-ignore]
     def agent_cell(self, line: str, cell: str) -> None:
         """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
@@ -252,6 +273,8 @@ class AgentMagics(Magics):
         for name in ("model", "tools", "system", "out"):
             setattr(args, name, _unquote(getattr(args, name)))
         overrides = self._overrides(args)
+        if args.output_type:
+            overrides["output_type"] = self._output_type(_unquote(args.output_type) or "")
         if not args.out.isidentifier() or keyword.iskeyword(args.out):
             raise UsageError(f"--out {args.out!r} is not a valid variable name.")
         fields = interpolate_fields(cell, self._ns)
@@ -310,6 +333,13 @@ class AgentMagics(Magics):
         if getattr(args, "kernel", False):
             overrides["kernel"] = True
         return overrides
+
+    def _output_type(self, spec: str) -> Any:
+        """``--output-type City`` or ``list[City]``: evaluated in the notebook's namespace."""
+        try:
+            return eval(spec, self._ns)  # the user's own expression, on the cell's thread
+        except Exception as exc:
+            raise UsageError(f"--output-type {spec!r}: {type(exc).__name__}: {exc}") from None
 
     def _tools(self, spec: str) -> list[Tool]:
         """Tools named in ``--tools a,b``: from the @tool registry, else from the notebook."""
@@ -387,8 +417,18 @@ class AgentMagics(Magics):
         for name in sorted(tools):
             t = tools[name]
             flags = " [asks approval]" if t.requires_approval else ""
+            if getattr(t, "server", None):
+                flags += f" [MCP server {t.server}]"  # type: ignore[attr-defined]
             summary = (t.description or "").strip().splitlines()[:1]
             print(f"{name}{flags}: {summary[0] if summary else ''}")
+
+    def _cmd_mcp(self, rest: list[str]) -> None:
+        from .mcp.commands import mcp_command
+
+        try:
+            print(mcp_command(rest))
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
 
     def _cmd_reset(self, rest: list[str]) -> None:
         self._expect("reset", rest, 0)
@@ -407,9 +447,12 @@ class AgentMagics(Magics):
                 runs += 1
                 rounds += len(message.rounds or [])
                 total = total + (message.usage or Usage())
+        from .cost import format_cost
+
         print(
             f"{runs} runs, {rounds} tool rounds, {total.total_tokens:,} tokens "
-            f"({total.input_tokens:,} input, {total.output_tokens:,} output)"
+            f"({total.input_tokens:,} input, {total.output_tokens:,} output), "
+            f"cost {format_cost(total.cost)}"
         )
 
     def _cmd_history(self, rest: list[str]) -> Any:

@@ -31,10 +31,28 @@ def new_id(prefix: str = "") -> str:
 
 @dataclass
 class Usage:
-    """Token counts reported by the provider."""
+    """Token counts reported by the provider, and their price when it is known."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = field(default=0, compare=False)
+    """Part of ``input_tokens`` read from the provider's prompt cache (when reported)."""
+    cache_write_tokens: int = field(default=0, compare=False)
+    """Part of ``input_tokens`` written to the prompt cache (Anthropic reports it)."""
+    reasoning_tokens: int = field(default=0, compare=False)
+    """Part of ``output_tokens`` spent on reasoning (when reported)."""
+    cost: float | None = field(default=None, compare=False)
+    """Best-effort USD price (``nbagent.cost``, from genai-prices); None when unknown.
+    Equality compares the token counts only (the detail counts and the price follow them)."""
+
+    def __repr__(self) -> str:
+        parts = [f"input_tokens={self.input_tokens}", f"output_tokens={self.output_tokens}"]
+        for key in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+            if getattr(self, key):
+                parts.append(f"{key}={getattr(self, key)}")
+        if self.cost is not None:
+            parts.append(f"cost={self.cost:.6g}")
+        return f"Usage({', '.join(parts)})"
 
     @property
     def total_tokens(self) -> int:
@@ -43,18 +61,49 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            _add_costs(self, other),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """This value as plain JSON-ready data."""
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        """This value as plain JSON-ready data (the optional counts only when set)."""
+        data: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+        for key in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+            if getattr(self, key):
+                data[key] = getattr(self, key)
+        if self.cost is not None:
+            data["cost"] = self.cost
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Usage:
         """Rebuild the value that :meth:`to_dict` wrote."""
         data = data or {}
-        return cls(int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)))
+        cost = data.get("cost")
+        return cls(
+            int(data.get("input_tokens", 0)),
+            int(data.get("output_tokens", 0)),
+            int(data.get("cache_read_tokens", 0)),
+            int(data.get("cache_write_tokens", 0)),
+            int(data.get("reasoning_tokens", 0)),
+            None if cost is None else float(cost),
+        )
+
+
+def _add_costs(a: Usage, b: Usage) -> float | None:
+    """The price of both: an empty usage adds nothing, an unknown price makes it unknown."""
+    if a.total_tokens == 0 and a.cost is None:
+        return b.cost
+    if b.total_tokens == 0 and b.cost is None:
+        return a.cost
+    return None if a.cost is None or b.cost is None else a.cost + b.cost
 
 
 @dataclass

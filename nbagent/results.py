@@ -10,6 +10,7 @@ displays richly while ``import nbagent`` stays light and no module imports upwar
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,8 +42,9 @@ def stop_reason_words(stop_reason: str) -> str:
 class RunResult:
     """What a run produced."""
 
-    output: str
-    """The final answer text (or what was gathered when the run stopped early)."""
+    output: Any
+    """The final answer text (or what was gathered when the run stopped early); with
+    ``output_type`` the validated value (None when the answer never validated)."""
     rounds: list[ToolRound]
     stop_reason: str
     """"complete" | "max_rounds" | "tool_errors" | "timeout" | "cancelled" | "token_budget"."""
@@ -52,6 +54,18 @@ class RunResult:
     conversation_id: str
     elapsed_s: float = 0.0
     message: Message | None = field(default=None, repr=False)
+    text: str = None  # type: ignore[assignment]  # set from output when not given
+    """The model's final text as it wrote it (the raw JSON of a typed answer)."""
+    output_type: Any = field(default=None, repr=False)
+    """The ``output_type`` of the run (None: the output is the text)."""
+
+    def __post_init__(self) -> None:
+        if self.text is None:
+            self.text = self.output if isinstance(self.output, str) else ""
+
+    def to_frame(self) -> Any:
+        """The typed output as a pandas DataFrame: one row per record (a single record: one row)."""
+        return to_frame(self.output, self.output_type)
 
     @property
     def tool_results(self) -> list[Any]:
@@ -60,7 +74,9 @@ class RunResult:
 
     def __repr__(self) -> str:
         # Short on purpose: the dataclass default would dump every round, call and value.
-        output = self.output if len(self.output) <= 80 else self.output[:79] + "…"
+        output: Any = self.output
+        if isinstance(output, str) and len(output) > 80:
+            output = output[:79] + "…"
         calls = sum(len(r.calls) for r in self.rounds)
         return (
             f"RunResult(output={output!r}, stop_reason={self.stop_reason!r}, "
@@ -85,3 +101,31 @@ class RunResult:
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         # Terminal IPython's text/plain: the same plain-text twin the %%agent cell shows.
         printer.text(self.mime_bundle().get("text/plain") or repr(self))
+
+
+def to_frame(value: Any, output_type: Any = None) -> Any:
+    """A pandas DataFrame: a list of records is one row each, a single record one row."""
+    import pandas as pd
+
+    if output_type is not None:
+        import pydantic
+
+        data = pydantic.TypeAdapter(output_type).dump_python(value, mode="python")
+    else:
+        data = _plain(value)
+    if isinstance(data, dict):
+        return pd.DataFrame([data])
+    if isinstance(data, (list, tuple)):
+        if all(isinstance(item, dict) for item in data):
+            return pd.DataFrame(list(data))
+        return pd.DataFrame({"value": list(data)})
+    return pd.DataFrame({"value": [data]})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    dump = getattr(value, "model_dump", None)
+    return dump() if callable(dump) else value

@@ -992,6 +992,186 @@ del os.environ["NBAGENT_APPROVAL"]
 ]
 
 
+MCP_AND_TYPED = [
+    md("""
+# MCP tools, typed answers, cost and traces
+
+Four things that connect nbagent to the rest of the ecosystem:
+
+1. **Tools from MCP servers**: any [Model Context Protocol](https://modelcontextprotocol.io)
+   server's tools, beside your own `@tool` functions (extra `mcp`).
+2. **Typed answers**: `output_type=` gives you a validated pydantic model (or dataclass,
+   `TypedDict`, `list[...]`), and `result.to_frame()` a DataFrame.
+3. **Cost**: `result.usage.cost` in dollars from `genai-prices`, and a `max_cost=` cap.
+4. **Traces**: OpenTelemetry spans per run, model request and tool call (extra `otel`).
+
+The model here is a *recorded* `gpt-4o-mini` (`replay=`): the notebook re-executes
+without a key or network, and the requests must match the recording exactly.
+"""),
+    code("""
+%load_ext nbagent
+import sys
+from pydantic import BaseModel
+from nbagent import Agent
+from nbagent.mcp import MCPServer
+
+RECORDING = "recordings/07_mcp_and_typed_output.jsonl"
+"""),
+    md("""
+## 1. An MCP server's tools
+
+`units_server.py`, next to this notebook, is a small MCP server written with the
+official `mcp` SDK. `MCPServer.stdio` runs it as a child process; its tools become
+ordinary nbagent tools with the schemas the server declares.
+"""),
+    code(
+        """
+units = MCPServer.stdio(sys.executable, ["units_server.py"], name="units", timeout=30)
+for t in units.nbagent_tools():
+    print(f"{t.name}({', '.join(t.parameters['properties'])}): {t.description}")
+""",
+        CHECK,
+    ),
+    md("""
+Pass the server in `tools=[...]` like a function. The call shows in the round
+panel, and the footer shows the run's **cost** (from `genai-prices`, for the model's
+list price; `None`, and nothing shown, for a model it does not know).
+"""),
+    code("""
+agent = Agent("openai:gpt-4o-mini", tools=[units], replay=RECORDING)
+result = agent.run_sync("How many kilometres is a marathon (26.2 miles)?")
+result
+"""),
+    code(
+        """
+print(result.output)
+print(result.rounds[0].results[0].content)
+print(result.usage.input_tokens, result.usage.output_tokens)
+""",
+        CHECK,
+    ),
+    md("""
+The price is genai-prices' for these tokens, nothing invented (prices change with
+its releases, so this check compares rather than prints them):
+"""),
+    code(
+        """
+from genai_prices import Usage, calc_price
+
+listed = calc_price(Usage(input_tokens=80, output_tokens=14), "gpt-4o-mini", provider_id="openai")
+print(result.usage.cost == float(listed.total_price))
+""",
+        CHECK,
+    ),
+    md("""
+Options per server: `prefix="u"` (names become `u_convert`), `allow=["convert"]`,
+`requires_approval=True` (or a list of names), `timeout=` per call. A server starts
+on first use and stops with `agent.close()` (or at exit); one that crashes becomes an
+error result and is started again on the next call.
+
+In a notebook the magic does the same for the whole kernel:
+`%agent mcp add units -- python units_server.py`, `%agent mcp list`,
+`%agent mcp remove units`, or `%agent mcp load mcp.json` for the `mcpServers` file
+format Claude Desktop and VS Code use.
+"""),
+    code(
+        """
+%agent mcp add units2 --prefix u -- {sys.executable} units_server.py
+%agent tools
+%agent mcp remove units2
+""",
+        CHECK,
+    ),
+    md("""
+## 2. Typed answers into a DataFrame
+
+`output_type=list[City]` asks for structured output (OpenAI's `response_format`
+here; Gemini's `responseSchema`, Ollama's `format`, a `final_answer` tool for Claude),
+validates the answer with pydantic, and gives it to you as `result.output`.
+An answer that does not validate goes back to the model with the errors (twice),
+then the run stops with `stop_reason="output_invalid"`.
+"""),
+    code(
+        """
+class City(BaseModel):
+    name: str
+    country: str
+    population: int
+
+text = (
+    "Oslo has about 709,000 inhabitants and is the capital of Norway. Bergen, on the west "
+    "coast, has some 291,000. Lisbon, Portugal's capital, is home to roughly 545,000 people."
+)
+extractor = Agent("openai:gpt-4o-mini", tools=[], replay=RECORDING)
+cities = extractor.run_sync(
+    f"List every city in this text with its country and population:\\n\\n{text}",
+    output_type=list[City],
+)
+cities.output[0]
+""",
+        CHECK,
+    ),
+    code(
+        """
+cities.to_frame()
+""",
+        CHECK,
+    ),
+    md("""
+## 3. A cost cap
+
+`max_cost=` (USD) stops *before* a request whose estimated price would exceed it,
+with a final answer from what was gathered (`stop_reason="cost_budget"`). Here the
+cap is smaller than one request, so nothing is sent at all.
+"""),
+    code(
+        """
+capped = Agent("openai:gpt-4o-mini", tools=[units], replay=RECORDING, max_cost=0.000001)
+stopped = capped.run_sync("How many kilometres is a marathon (26.2 miles)?")
+print(stopped.stop_reason, stopped.usage.total_tokens)
+print(stopped.output.split(" (about")[0])
+""",
+        CHECK,
+    ),
+    md("""
+## 4. Traces
+
+With OpenTelemetry configured, every run emits spans with the GenAI semantic
+conventions. Here they go to the SDK's in-memory exporter; in practice you would
+send them to your collector. Prompts and answers are recorded only with
+`NBAGENT_OTEL_CONTENT=1`.
+"""),
+    code(
+        """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+
+agent.reset()
+agent.run_sync("How many kilometres is a marathon (26.2 miles)?")
+for span in sorted(exporter.get_finished_spans(), key=lambda s: s.start_time):
+    if "gen_ai.operation.name" in span.attributes:  # the mcp SDK adds spans of its own
+        print(span.name, {k: v for k, v in span.attributes.items() if "tokens" in k})
+""",
+        CHECK,
+    ),
+    code(
+        """
+agent.close()  # stops the MCP server this agent was given
+capped.close()
+print(units.running)
+""",
+        CHECK,
+    ),
+]
+
+
 ALL = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_tools_and_dataframes.ipynb": TOOLS_AND_DATAFRAMES,
@@ -999,6 +1179,7 @@ ALL = {
     "04_limits_errors_and_approval.ipynb": LIMITS,
     "05_chat_widget.ipynb": CHAT,
     "06_kernel_agent.ipynb": KERNEL,
+    "07_mcp_and_typed_output.ipynb": MCP_AND_TYPED,
 }
 
 

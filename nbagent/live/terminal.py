@@ -105,7 +105,7 @@ class TerminalPrinter:
                 "[run cancelled]" if transcript.interrupted else "[run ended without a result]"
             )
             return
-        output = result.output
+        output = result.text
         if output.startswith(self.streamed):
             rest = output[len(self.streamed) :]  # e.g. "\n\n[run cancelled]"
             self._write(rest.lstrip("\n") if self._at_line_start else rest)

@@ -123,7 +123,10 @@ _USAGE_KEYS = (
 def _usage(raw: Mapping[str, int]) -> Usage:
     """Our Usage from Anthropic counts: input includes cache writes and reads."""
     input_tokens = sum(raw.get(k, 0) for k in _USAGE_KEYS[:3])
-    return Usage(input_tokens, raw.get("output_tokens", 0))
+    usage = Usage(input_tokens, raw.get("output_tokens", 0))
+    usage.cache_read_tokens = raw.get("cache_read_input_tokens", 0) or 0  # priced apart
+    usage.cache_write_tokens = raw.get("cache_creation_input_tokens", 0) or 0
+    return usage
 
 
 class AnthropicDecoder(SSEDecoder):

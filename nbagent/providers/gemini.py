@@ -184,6 +184,8 @@ class GeminiDecoder(SSEDecoder):
             output = int(metadata.get("candidatesTokenCount") or 0)
             output += int(metadata.get("thoughtsTokenCount") or 0)
             self.usage = Usage(prompt, output)
+            self.usage.cache_read_tokens = int(metadata.get("cachedContentTokenCount") or 0)
+            self.usage.reasoning_tokens = int(metadata.get("thoughtsTokenCount") or 0)
             self.usage_seen = True
         return events
 

@@ -325,7 +325,13 @@ def _check_empty(finish_reason: str | None) -> None:
 
 
 def _usage(data: dict[str, Any]) -> Usage:
-    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+    usage = Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+    # Parts of the counts above, priced differently (nbagent.cost), when the server says.
+    prompt = data.get("prompt_tokens_details") or {}
+    usage.cache_read_tokens = int(prompt.get("cached_tokens") or 0)
+    details = data.get("completion_tokens_details") or {}
+    usage.reasoning_tokens = int(details.get("reasoning_tokens") or 0)
+    return usage
 
 
 def parse_arguments(text: str) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from ..markdown_text import code_fence, inline_text
 from ..messages import ToolRound
 from ..redaction import scrub
 from .arguments import arguments_text
-from .summary import call_status, footer_text, round_summary
+from .summary import call_status, footer_text, round_summary, typed_text
 
 if TYPE_CHECKING:
     from ..results import RunResult
@@ -43,6 +43,7 @@ def render_result_markdown(result: RunResult) -> str:
     lines: list[str] = []
     for i, r in enumerate(result.rounds):
         lines += round_markdown_lines(r, i)
-    lines += [inline_text(result.output), ""]
+    typed = typed_text(result)
+    lines += [*code_fence(typed, "json"), ""] if typed else [inline_text(result.text), ""]
     lines.append(f"*{inline_text(footer_text(result))}*")
     return scrub("\n".join(lines))

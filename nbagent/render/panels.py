@@ -14,7 +14,7 @@ from .arguments import arguments_text
 from .css import wrap
 from .escaping import escape
 from .markdown_html import render_markdown
-from .summary import duration_text, footer_text, summary_fields
+from .summary import duration_text, footer_text, summary_fields, typed_text
 from .values import render_value_html
 
 if TYPE_CHECKING:
@@ -118,9 +118,21 @@ def render_result_html(
     parts = [
         render_round_html(r, i, max_rows=max_rows, cache=cache) for i, r in enumerate(result.rounds)
     ]
-    parts.append(f'<div class="nba-answer">{render_markdown(result.output)}</div>')
+    typed = typed_text(result)
+    if typed is None:
+        parts.append(f'<div class="nba-answer">{render_markdown(result.text)}</div>')
+    else:  # a typed answer: a table of its records, else its JSON
+        parts.append(f'<div class="nba-answer">{_typed_html(result, typed, max_rows)}</div>')
     footer = escape(footer_text(result))
     if result.stop_reason != "complete":
         footer = footer.replace("stopped:", '<span class="nba-stopped">stopped:</span>', 1)
     parts.append(f'<div class="nba-footer">{footer}</div>')
     return wrap("".join(parts))
+
+
+def _typed_html(result: RunResult, typed: str, max_rows: int) -> str:
+    try:
+        frame = result.to_frame()
+    except Exception:  # pandas missing, or values that make no table
+        return render_value_html(None, typed, max_rows=max_rows)
+    return render_value_html(frame, typed, max_rows=max_rows)

@@ -65,7 +65,7 @@ def round_summary(tool_round: ToolRound, index: int) -> str:
 
 
 def footer_text(result: RunResult) -> str:
-    """``model · 2 rounds · 150 tokens (120 in, 30 out) · 1.5 s[ · stopped: reason]``."""
+    """``model · 2 rounds · 150 tokens (120 in, 30 out)[ · $0.001] · 1.5 s[ · stopped: …]``."""
     usage, rounds = result.usage, len(result.rounds)
     parts = [
         result.model,
@@ -73,6 +73,10 @@ def footer_text(result: RunResult) -> str:
         f"{usage.total_tokens:,} tokens ({usage.input_tokens:,} in, {usage.output_tokens:,} out)",
         duration_text(result.elapsed_s),
     ]
+    if usage.cost is not None:  # best effort from genai-prices; unknown prices show nothing
+        from ..cost import format_cost
+
+        parts.insert(3, format_cost(usage.cost))
     # A provider's own words for this answer (the embedded model: load, generation time).
     note = ((result.message.provider_data or {}) if result.message else {}).get("footer_note")
     if isinstance(note, str) and note:
@@ -80,3 +84,15 @@ def footer_text(result: RunResult) -> str:
     if result.stop_reason and result.stop_reason != "complete":
         parts.append(f"stopped: {stop_reason_words(result.stop_reason)}")
     return " · ".join(parts)
+
+
+def typed_text(result: RunResult) -> str | None:
+    """The typed output as indented JSON (None for a text answer or an invalid one)."""
+    if result.output_type is None or result.output is None:
+        return None
+    import json
+
+    import pydantic
+
+    data = pydantic.TypeAdapter(result.output_type).dump_python(result.output, mode="json")
+    return json.dumps(data, indent=2, ensure_ascii=False)

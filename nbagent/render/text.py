@@ -13,7 +13,7 @@ from ..messages import ToolRound
 from ..redaction import scrub
 from ..safe_text import clean
 from .arguments import call_signature
-from .summary import call_status, footer_text, round_summary
+from .summary import call_status, footer_text, round_summary, typed_text
 
 if TYPE_CHECKING:
     from ..results import RunResult
@@ -44,6 +44,6 @@ def render_result_text(result: RunResult) -> str:
         lines += round_text_lines(r, i)
     if lines:
         lines.append("")
-    lines.append(result.output)
+    lines.append(typed_text(result) or result.text)
     lines += ["", f"— {footer_text(result)}"]
     return terminal_safe(scrub("\n".join(lines)))

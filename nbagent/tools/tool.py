@@ -175,11 +175,18 @@ def _looks_like_method(f: Callable[..., Any]) -> bool:
 
 
 def as_tools(tools: Iterable[Tool | Callable[..., Any]] | None) -> dict[str, Tool]:
-    """Tools by name from a list (plain functions are wrapped), or the registry if None."""
+    """Tools by name from a list (plain functions are wrapped), or the registry if None.
+
+    An item with an ``nbagent_tools()`` method (an MCP server) contributes its tools.
+    """
     if tools is None:
         return dict(REGISTRY)
     out: dict[str, Tool] = {}
     for item in tools:
+        expand = None if isinstance(item, Tool) else getattr(item, "nbagent_tools", None)
+        if expand is not None:  # a source of several tools (nbagent.mcp.MCPServer)
+            out.update((t.name, t) for t in expand())
+            continue
         t = item if isinstance(item, Tool) else Tool(item)
         out[t.name] = t
     return out

@@ -1,0 +1,188 @@
+"""MCP tools as ordinary nbagent tools: names, schemas, arguments and results."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..errors import ConfigError, NbAgentError
+from ..messages import ToolCall
+from ..tools import Tool
+
+NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+"""A tool name every provider accepts (OpenAI's and Gemini's rules together)."""
+
+
+class MCPError(NbAgentError):
+    """An MCP tool reported an error, or its server could not be reached."""
+
+
+class MCPText(str):
+    """A tool's text as the model sees it, carrying what text cannot show.
+
+    ``images`` holds ``(mime type, bytes)`` of every image the tool returned (the
+    text has a placeholder for each); ``structured`` the tool's structured content.
+    """
+
+    images: list[tuple[str, bytes]]
+    structured: Any
+
+
+def wire_name(name: str, prefix: str | None) -> str:
+    """``prefix_name``, made valid for every provider (other characters become ``_``)."""
+    full = f"{prefix}_{name}" if prefix else name
+    full = re.sub(r"[^A-Za-z0-9_-]", "_", full)
+    if not full or not (full[0].isalpha() or full[0] == "_"):
+        full = "_" + full
+    return full[:64]
+
+
+def check_schema(server: str, name: str, schema: Any) -> dict[str, Any]:
+    """The tool's input schema as nbagent's parameters, or ConfigError naming what is wrong."""
+    if schema is None:
+        return {"type": "object", "properties": {}}
+    if not isinstance(schema, dict):
+        raise ConfigError(f"MCP tool {name!r} of server {server!r}: its schema is not an object")
+    kind = schema.get("type", "object")
+    if kind != "object":
+        raise ConfigError(
+            f"MCP tool {name!r} of server {server!r}: its input schema describes {kind!r}, "
+            "but tool arguments must be an object (no provider accepts another root type)"
+        )
+    try:
+        json.dumps(schema)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"MCP tool {name!r} of server {server!r}: schema is not JSON ({exc})"
+        ) from None
+    if not isinstance(schema.get("properties", {}), dict):
+        raise ConfigError(
+            f"MCP tool {name!r} of server {server!r}: 'properties' of its schema is not an object"
+        )
+    for ref in _refs(schema):
+        if not _resolves(schema, ref):
+            raise ConfigError(
+                f"MCP tool {name!r} of server {server!r}: its schema refers to {ref!r}, "
+                "which it does not define (no provider can resolve it)"
+            )
+    parameters: dict[str, Any] = {k: v for k, v in schema.items() if k not in ("$schema", "title")}
+    parameters["type"] = "object"
+    parameters.setdefault("properties", {})
+    return parameters
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return found + [r for value in node.values() for r in _refs(value)]
+    if isinstance(node, list):
+        return [r for item in node for r in _refs(item)]
+    return []
+
+
+def _resolves(schema: dict[str, Any], ref: str) -> bool:
+    """Whether a local ``#/...`` reference points at something inside ``schema``."""
+    if not ref.startswith("#"):
+        return False  # remote references are never fetched
+    node: Any = schema
+    for part in [p for p in ref[1:].split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+class MCPTool(Tool):
+    """One tool of an MCP server. Calling it sends ``tools/call`` to the server."""
+
+    def __init__(
+        self,
+        *,
+        server: str,
+        remote_name: str,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        call: Callable[[str, dict[str, Any]], Awaitable[Any]],
+        timeout: float | None,
+        requires_approval: bool,
+    ) -> None:
+        # Not Tool.__init__: the schema comes from the server, not from a signature.
+        self.server = server
+        self.remote_name = remote_name
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.timeout = timeout
+        self.requires_approval = requires_approval
+        self.max_output_chars = None
+        self.sequential = False
+        self.is_async = True
+        self._call = call
+        self.__name__ = name
+        self.__doc__ = description
+
+        async def fn(**arguments: Any) -> Any:
+            return await call(remote_name, arguments)
+
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"MCPTool({self.name!r}, server={self.server!r})"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> MCPTool:
+        return self
+
+    def validate(self, call: ToolCall) -> dict[str, Any]:
+        """The call's arguments; the server validates them against its own schema."""
+        from ..tools.schema import ArgumentError, parse_raw_arguments
+
+        arguments = call.arguments
+        if call.raw_arguments is not None and not arguments:
+            arguments = parse_raw_arguments(call.raw_arguments)
+        if not isinstance(arguments, dict):
+            raise ArgumentError("arguments must be a JSON object")
+        missing = [k for k in self.parameters.get("required", []) if k not in arguments]
+        if missing:
+            raise ArgumentError(f"missing required argument(s): {', '.join(missing)}")
+        return dict(arguments)
+
+
+def to_value(result: Any) -> Any:
+    """A ``CallToolResult`` as the tool's value; ``isError`` raises MCPError with its text."""
+    texts: list[str] = []
+    images: list[tuple[str, bytes]] = []
+    for block in result.content or []:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            texts.append(block.text)
+        elif kind in ("image", "audio"):
+            data = base64.b64decode(block.data)
+            if kind == "image":
+                images.append((block.mime_type, data))
+            texts.append(f"[{kind} {block.mime_type}, {len(data):,} bytes, shown to the user]")
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            if text is not None:
+                texts.append(f"[resource {resource.uri}]\n{text}")
+            else:
+                size = len(base64.b64decode(getattr(resource, "blob", "") or ""))
+                mime = getattr(resource, "mime_type", None) or "binary"
+                texts.append(f"[resource {resource.uri}: {mime}, {size:,} bytes]")
+        elif kind == "resource_link":
+            texts.append(f"[resource link {block.uri}: {block.name}]")
+    text = "\n".join(texts)
+    if result.is_error:
+        raise MCPError(text or "the tool reported an error without text")
+    structured = getattr(result, "structured_content", None)
+    if not texts and structured is not None:
+        text = json.dumps(structured, ensure_ascii=False)
+    value = MCPText(text)
+    value.images = images
+    value.structured = structured
+    return value

@@ -1,0 +1,100 @@
+"""An MCP server written with the mcp SDK's server API, for nbagent's tests and tutorial.
+
+python demo_mcp.py                       # stdio
+python demo_mcp.py --http PORT           # streamable HTTP on 127.0.0.1:PORT/mcp
+python demo_mcp.py --many 200            # 200 extra tools named tool_000...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.utilities.types import Image
+
+# A 1x1 red PNG.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+
+app = MCPServer("demo")
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@app.tool()
+def describe(name: str, scores: list[float], tags: dict[str, str] | None = None,
+             active: bool = True, unit: str = "cm") -> str:  # fmt: skip
+    """Describe a record from several argument types."""
+    mean = sum(scores) / len(scores) if scores else 0.0
+    return f"{name}: mean {mean:g} {unit}, active={active}, tags={sorted((tags or {}).items())}"
+
+
+@app.tool()
+def red_pixel() -> Image:
+    """A tiny PNG image."""
+    return Image(data=PNG, format="png")
+
+
+@app.tool()
+def fail(message: str) -> str:
+    """Always raises."""
+    raise ValueError(message)
+
+
+@app.tool()
+async def slow(seconds: float) -> str:
+    """Sleeps, then answers."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds:g} s"
+
+
+@app.tool()
+def crash() -> str:
+    """Kills the server process in the middle of the call."""
+    sys.stdout.flush()
+    os._exit(3)
+
+
+@app.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+def main(argv: list[str]) -> None:
+    if "--many" in argv:
+        count = int(argv[argv.index("--many") + 1])
+        for i in range(count):
+
+            def numbered(x: int, i: int = i) -> int:
+                return x + i
+
+            app.tool(name=f"tool_{i:03d}", description=f"Adds {i} to x.")(numbered)
+    if "--silent-start" in argv:  # never answers initialize
+        sys.stdin.read()
+        time.sleep(3600)
+        return
+    if "--garbage" in argv:  # answers with bytes that are not JSON-RPC
+        sys.stdin.readline()
+        sys.stdout.write('this is not JSON-RPC\n{"jsonrpc": "2.0", "id": \n')
+        sys.stdout.flush()
+        sys.stdin.read()
+        return
+    if "--http" in argv:
+        port = int(argv[argv.index("--http") + 1])
+        app.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        app.run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,392 @@
+"""MCP client: real servers written with the mcp SDK, over stdio child processes and
+streamable HTTP on loopback, driven through real agent runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from nbagent import ConfigError
+from nbagent.mcp import MCPError, MCPServer, servers_from_config
+from nbagent.testing import call, reply
+from tests.support.agents import http_agent, scripted_agent
+from tests.support.scripted import Answer, ScriptedReplies
+from tests.support.servers import Reply, WireServer
+
+DEMO = str(Path(__file__).parent / "servers" / "demo_mcp.py")
+
+
+def demo(*extra: str, **options) -> MCPServer:
+    return MCPServer.stdio(sys.executable, [DEMO, *extra], **options)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped) is not running either.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid: int, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(scope="module")
+def server():
+    server = demo(timeout=20)
+    yield server
+    server.close()
+
+
+def run_calls(server, *calls, **options):
+    """One agent run whose scripted model makes ``calls`` in one round, then answers."""
+
+    def script(request):
+        if not request.tool_results:
+            return reply(calls=list(calls))
+        return reply("done")
+
+    agent = scripted_agent(script, tools=[server], store=None, **options)
+    return agent, agent.run_sync("go")
+
+
+def test_tools_become_ordinary_tools_with_their_schemas(server):
+    tools = {t.name: t for t in server.nbagent_tools()}
+    assert {"add", "describe", "red_pixel", "fail", "slow", "crash", "pid"} <= set(tools)
+    describe = tools["describe"]
+    assert describe.server == server.name and describe.description
+    assert describe.parameters["required"] == ["name", "scores"]
+    assert describe.parameters["properties"]["scores"]["type"] == "array"
+
+
+def test_calls_with_several_argument_types_appear_in_rounds(server):
+    agent, result = run_calls(
+        server,
+        call("add", a=2, b=40),
+        call("describe", name="rod", scores=[1.5, 2.5], tags={"k": "v"}, active=False),
+    )
+    assert result.stop_reason == "complete"
+    first, second = result.rounds[0].results
+    assert first.ok and first.content == "42"
+    assert second.ok and second.content == "rod: mean 2 cm, active=False, tags=[('k', 'v')]"
+    # The same schemas reach the model that @tool functions' schemas reach.
+    spec = {s.name: s for s in agent.provider.requests[0].tool_specs}["describe"]
+    assert spec.parameters["properties"]["tags"]["anyOf"][1] == {"type": "null"}
+
+
+def test_image_results_keep_the_image_and_tell_the_model(server):
+    _agent, result = run_calls(server, call("red_pixel"))
+    tool_result = result.rounds[0].results[0]
+    assert tool_result.ok
+    assert tool_result.content == "[image image/png, 70 bytes, shown to the user]"
+    ((mime, data),) = tool_result.value.images
+    assert mime == "image/png" and data.startswith(b"\x89PNG")
+
+
+def test_is_error_results_become_error_results(server):
+    _agent, result = run_calls(server, call("fail", message="boom"))
+    tool_result = result.rounds[0].results[0]
+    assert not tool_result.ok
+    assert tool_result.error == "MCPError: Error executing tool fail"
+
+
+def test_invalid_arguments_are_refused_before_the_server_is_called(server):
+    _agent, result = run_calls(server, call("add", a=1))
+    tool_result = result.rounds[0].results[0]
+    assert not tool_result.ok and "missing required argument(s): b" in tool_result.error
+
+
+def test_a_slow_tool_times_out_per_call_and_the_server_stays_up():
+    server = demo(timeout=0.5)
+    try:
+        _agent, result = run_calls(server, call("slow", seconds=30), call("add", a=1, b=1))
+        slow, add = result.rounds[0].results
+        assert not slow.ok and "timed out" in slow.error
+        assert add.ok and add.content == "2"
+        assert server.starts == 1
+    finally:
+        server.close()
+
+
+def test_a_crash_mid_call_is_an_error_result_and_the_server_restarts():
+    server = demo(timeout=20)
+    try:
+        _agent, result = run_calls(server, call("pid"))
+        first_pid = int(result.rounds[0].results[0].content)
+        _agent, result = run_calls(server, call("crash"))
+        crashed = result.rounds[0].results[0]
+        assert not crashed.ok
+        assert "stopped during the call" in crashed.error and "started again" in crashed.error
+        assert wait_gone(first_pid)
+        _agent, result = run_calls(server, call("pid"))
+        second = result.rounds[0].results[0]
+        assert second.ok and int(second.content) != first_pid
+        assert server.starts == 2
+    finally:
+        server.close()
+
+
+def test_a_server_that_never_answers_initialize_is_a_clear_error():
+    server = demo("--silent-start", start_timeout=1.5)
+    with pytest.raises(MCPError, match=r"did not answer initialize within 1\.5 s"):
+        scripted_agent(["hi"], tools=[server], store=None)
+
+
+def test_malformed_json_rpc_is_a_clear_error_not_a_hang():
+    server = demo("--garbage", start_timeout=3)
+    began = time.monotonic()
+    with pytest.raises(MCPError, match="did not answer initialize.*not JSON-RPC"):
+        server.nbagent_tools()
+    assert time.monotonic() - began < 30
+
+
+def test_two_hundred_tools_on_one_server():
+    server = demo("--many", "200", prefix="big", allow=None)
+    try:
+        tools = server.nbagent_tools()
+        names = [t.name for t in tools]
+        assert len(names) == 207 and len(set(names)) == 207
+        assert "big_tool_199" in names and all(n.startswith("big_") for n in names)
+        _agent, result = run_calls(server, call("big_tool_150", x=1))
+        assert result.rounds[0].results[0].content == "151"
+    finally:
+        server.close()
+
+
+def test_prefix_allow_list_and_approval_options():
+    server = demo(prefix="m", allow=["add", "fail"], requires_approval=["fail"], timeout=7)
+    try:
+        tools = {t.name: t for t in server.nbagent_tools()}
+        assert set(tools) == {"m_add", "m_fail"}
+        assert tools["m_fail"].requires_approval and not tools["m_add"].requires_approval
+        assert tools["m_add"].timeout == 7
+        # Headless runs follow NBAGENT_APPROVAL, which denies by default.
+        _agent, result = run_calls(server, call("m_fail", message="x"), call("m_add", a=1, b=2))
+        denied, added = result.rounds[0].results
+        assert not denied.ok and "denied" in denied.error
+        assert added.ok and added.content == "3"
+    finally:
+        server.close()
+    with pytest.raises(ConfigError, match="no tool named nope"):
+        demo(allow=["nope"]).nbagent_tools()
+
+
+def test_a_schema_no_provider_accepts_is_refused_naming_the_tool(tmp_path):
+    script = tmp_path / "bad_schema.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import anyio
+            from mcp.server.lowlevel import Server
+            from mcp.server.stdio import stdio_server
+            from mcp import types
+
+            async def list_tools(ctx, params):
+                return types.ListToolsResult(tools=[types.Tool(
+                    name="listy", description="x", input_schema={
+                    "type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}})])
+
+            server = Server("bad", on_list_tools=list_tools)
+
+            async def main():
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+
+            anyio.run(main)
+            """
+        )
+    )
+    server = MCPServer.stdio(sys.executable, [str(script)], name="bad")
+    try:
+        with pytest.raises(ConfigError, match=r"'listy' of server 'bad'.*'#/\$defs/Missing'"):
+            scripted_agent(["hi"], tools=[server], store=None)
+    finally:
+        server.close()
+
+
+def test_close_leaves_no_process_and_the_agent_can_run_again():
+    server = demo()
+    agent = scripted_agent(
+        lambda request: reply("ok") if request.tool_results else reply(calls=[call("pid")]),
+        tools=[server],
+        store=None,
+    )
+    pid = int(agent.run_sync("go").rounds[0].results[0].content)
+    agent.close()
+    assert wait_gone(pid) and not server.running
+    again = int(agent.run_sync("go").rounds[0].results[0].content)
+    assert again != pid
+    agent.close()
+    assert wait_gone(again)
+
+
+@pytest.mark.parametrize("how", ["exit", "kill"])
+def test_no_orphan_after_the_interpreter_exits_or_is_killed(how, tmp_path):
+    # A kernel restart kills the kernel process; a normal exit runs atexit.
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        from nbagent.mcp import MCPServer
+        from nbagent._sync import run_in_background
+        server = MCPServer.stdio(sys.executable, [{DEMO!r}])
+        print(run_in_background(lambda: server.call("pid", {{}})), flush=True)
+        if {how!r} == "kill":
+            time.sleep(60)
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+    )
+    try:
+        child = int(process.stdout.readline())
+        assert alive(child)
+        if how == "kill":
+            process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        assert wait_gone(child), "the MCP server outlived its parent"
+    finally:
+        process.kill()
+        process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def http_server():
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, DEMO, "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def test_streamable_http_server_over_a_real_provider_adapter(http_server):
+    server = MCPServer.http(http_server, headers={"X-Test": "1"}, name="remote", timeout=20)
+
+    def script(body):
+        if body["messages"][-1]["role"] == "user":
+            return Answer("", [("add", {"a": 20, "b": 22}), ("red_pixel", {})])
+        return Answer("The answer is 42.")
+
+    wire = WireServer(responder=ScriptedReplies(script))
+    try:
+        agent = http_agent("openai:gpt-test", wire, tools=[server], store=None)
+        result = agent.run_sync("add")
+        assert result.output == "The answer is 42."
+        add, image = result.rounds[0].results
+        assert add.content == "42" and image.content.startswith("[image image/png")
+        declared = {t["function"]["name"]: t for t in wire.bodies()[0]["tools"]}
+        assert declared["add"]["function"]["parameters"]["required"] == ["a", "b"]
+        tool_messages = [m for m in wire.bodies()[1]["messages"] if m["role"] == "tool"]
+        assert [m["content"] for m in tool_messages][0] == "42"
+        agent.close()
+        assert not server.running
+    finally:
+        wire.close()
+        server.close()
+
+
+def test_mcp_servers_json_format(tmp_path):
+    config = {
+        "mcpServers": {
+            "local": {"command": sys.executable, "args": [DEMO], "env": {"A": "1"}},
+            "remote": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "x"}},
+        }
+    }
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config))
+    local, remote = servers_from_config(path)
+    assert local.name == "local" and "demo_mcp.py" in repr(local)
+    assert remote.name == "remote" and "127.0.0.1:1/mcp" in repr(remote)
+    path.write_text(json.dumps({"mcpServers": {"x": {"args": []}}}))
+    with pytest.raises(ConfigError, match="'x' needs a 'command' or a 'url'"):
+        servers_from_config(path)
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="not JSON"):
+        servers_from_config(path)
+
+
+def test_gemini_gets_the_mcp_schemas_in_its_subset(server):
+    from tests.support.servers import Gemini
+
+    wire = WireServer().add(
+        Reply.sse(
+            [
+                Gemini.chunk(
+                    {"functionCall": {"name": "describe", "args": {"name": "r", "scores": [1.0]}}},
+                    finish="STOP",
+                    usage=(5, 2),
+                )
+            ]
+        ),  # fmt: skip
+        Gemini.text_stream("Described."),
+    )
+    try:
+        agent = http_agent("gemini:gemini-test", wire, tools=[server], store=None)
+        result = agent.run_sync("describe r")
+        assert result.rounds[0].results[0].content.startswith("r: mean 1 cm")
+        declarations = {d["name"]: d for d in wire.bodies()[0]["tools"][0]["functionDeclarations"]}
+        parameters = declarations["describe"]["parameters"]
+        assert parameters["type"] == "OBJECT"
+        assert parameters["properties"]["scores"]["items"]["type"] == "NUMBER"
+        assert parameters["properties"]["tags"]["nullable"] is True
+    finally:
+        wire.close()
+
+
+def test_runs_on_another_event_loop_hand_calls_to_the_servers_loop(server):
+    # ``await agent.run(...)`` in Jupyter runs on the kernel's loop, not nbagent's.
+    import asyncio
+
+    def script(request):
+        if not request.tool_results:
+            return reply(calls=[call("add", a=1, b=2)])
+        return reply("done")
+
+    agent = scripted_agent(script, tools=[server], store=None)
+    result = asyncio.run(agent.run("go"))
+    assert result.rounds[0].results[0].content == "3"
+
+
+def test_a_server_given_for_one_run_only(server):
+    def script(request):
+        if not request.tool_results:
+            return reply(calls=[call("add", a=1, b=2)])
+        return reply("done")
+
+    agent = scripted_agent(script, tools=[], store=None)
+    result = agent.run_sync("go", tools=[server])
+    assert result.rounds[0].results[0].content == "3"
