@@ -9,13 +9,17 @@ the history valid: every call has exactly one result.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import os
 import time
-from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ToolError
+from . import status as statuses
+from .budget import TokenMeter, context_window, fit_request
+from .errors import ProviderError, ToolError
 from .events import (
     Event,
     RoundFinished,
@@ -25,6 +29,7 @@ from .events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
 from .providers.base import (
@@ -36,7 +41,16 @@ from .providers.base import (
     UsageReport,
 )
 from .results import RunResult, stop_reason_words
-from .tools import PER_CALL_CHARS, PER_ROUND_CHARS, Approver, Tool, execute_round
+from .status import title_case
+from .tools import (
+    PER_CALL_CHARS,
+    PER_ROUND_CHARS,
+    Approver,
+    Middleware,
+    Tool,
+    execute_round,
+    wrap_call,
+)
 
 logger = logging.getLogger("nbagent")
 
@@ -45,11 +59,36 @@ FINAL_ANSWER_INSTRUCTION = (
     "Answer the user's request now, as well as you can, from the information gathered so far."
 )
 
+FINAL_INSTRUCTIONS = {
+    "max_rounds": FINAL_ANSWER_INSTRUCTION,
+    "tool_errors": (
+        "The tool calls keep failing. Do not call any more tools. Tell the user what "
+        "failed and answer as well as you can from the information gathered so far."
+    ),
+    "token_budget": (
+        "The token budget for this request is nearly spent. Do not call any more tools. "
+        "Answer the user's request now, briefly, from the information gathered so far."
+    ),
+    "tool_only_rounds": FINAL_ANSWER_INSTRUCTION,
+}
+"""The user text of the forced final request, by the reason it was forced."""
+
+FINAL_STATUS = {
+    "max_rounds": statuses.MAX_ROUNDS_STATUS,
+    "tool_errors": "Tools keep failing. Generating final response…",
+    "token_budget": "Token budget reached. Generating final response…",
+    "tool_only_rounds": "Too many rounds without text. Generating final response…",
+}
+
+FINAL_OUTPUT_TOKENS = 64
+"""The fewest output tokens worth a forced final request at the token budget."""
+
 _STOP_NOTES = {
     "timeout": "[run timed out]",
     "cancelled": "[run cancelled]",
     "token_budget": "[stopped: token budget reached]",
     "error": "[run failed]",
+    "context_window": "[stopped: the conversation no longer fits the context window]",
 }
 
 
@@ -69,12 +108,30 @@ class LoopSettings:
     approver: Approver | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    text_tool_calls: bool = True
+    """Recognise tool calls written as text (and ``<think>`` blocks) in replies."""
+    status_model: str | Provider | None = None
+    """A model writing one-line statuses ("Looking up the weather in Oslo"), 2 s at most."""
+    tool_middleware: Sequence[Middleware] = field(default_factory=tuple)
+    """Functions wrapping every tool call (``nbagent.tools.cache``, ``rate_limit``...)."""
+    context_window: int | None = None
+    """The model's context window in tokens (default: the table in ``nbagent.budget``)."""
+    max_tool_only_rounds: int | None = None
+    """Force the final answer after this many consecutive rounds of calls without text."""
 
 
-def title_case(name: str) -> str:
-    """``weather_lookup`` -> ``Weather Lookup`` (for status lines)."""
-    words = name.replace("-", "_").replace(".", "_").split("_")
-    return " ".join(w[:1].upper() + w[1:] for w in words if w)
+LOOP_OPTIONS = frozenset(
+    ("text_tool_calls", "status_model", "tool_middleware", "context_window",
+     "max_tool_only_rounds")
+)  # fmt: skip
+"""LoopSettings fields an Agent takes as keyword options without a parameter of its own."""
+
+__all__ = ["LOOP_OPTIONS", "LoopSettings", "Run", "title_case"]
+
+
+def strict_from_env() -> bool:
+    """``NBAGENT_STRICT=1``: every run is strict (a failing tool raises ToolError)."""
+    return os.environ.get("NBAGENT_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class Run:
@@ -107,6 +164,12 @@ class Run:
         self._pending_round: ToolRound | None = None
         self._error: BaseException | None = None
         self._call_ids: set[str] = set()
+        self._meter = TokenMeter()
+        self._window = settings.context_window or context_window(self.model_label)
+        self._last_estimate = 0
+        self._tools_refused = False
+        self._notes: list[str] = []
+        self._status_provider: Provider | None = None
 
     # -- public ------------------------------------------------------------------
 
@@ -188,70 +251,158 @@ class Run:
 
     async def _run_rounds(self) -> None:
         settings = self.settings
-        consecutive_errors = 0
+        strict = settings.strict or strict_from_env()
+        failed_rounds = 0  # consecutive rounds in which every call failed
+        tool_only = 0  # consecutive rounds with calls and no text
         round_index = 0
+        forced: str | None = None  # why the next request is the forced final one
         self._emit(Status("Analyzing request…"))
         while True:
-            if self._over_token_budget():
-                self._stop_reason = "token_budget"
+            if forced is None and round_index >= settings.max_rounds:
+                forced = "max_rounds"
+            request = self._next_request(forced)
+            if request is None and forced is None and settings.max_total_tokens is not None:
+                forced = "token_budget"  # one last request asks for the answer
+                request = self._next_request(forced)
+            if request is None:
+                self._stop_reason = self._stop_reason or "token_budget"
                 return
-            forced = round_index >= settings.max_rounds
+            if forced is not None:
+                logger.warning(
+                    "%s after %d rounds: requesting a final answer without tools",
+                    stop_reason_words(forced),
+                    round_index,
+                )
+                self._emit(Status(FINAL_STATUS[forced]))
             started = time.perf_counter()
-            text, calls, usage, provider_data = await self._request(round_index, forced=forced)
+            text, calls, usage, provider_data = await self._request(request, round_index)
             if forced or not calls:
                 if forced and not text.strip():
-                    text = self._gathered_summary()
+                    text = (
+                        self._tool_errors_answer(failed_rounds)
+                        if forced == "tool_errors"
+                        else self._gathered_summary()
+                    )
                 self.message.content = text
                 self.message.provider_data = provider_data
-                self._stop_reason = "max_rounds" if forced else "complete"
+                self._stop_reason = forced or "complete"
                 return
             tool_round = ToolRound(text or None, calls, [], usage, 0.0, provider_data)
             await self._call_tools(tool_round, round_index)
             tool_round.duration_s = time.perf_counter() - started
             self._emit(RoundFinished(tool_round, round_index))
+            failed = [r for r in tool_round.results if not r.ok]
             logger.info(
-                "round %d finished: %d calls, %d failed",
-                round_index + 1,
-                len(calls),
-                sum(not r.ok for r in tool_round.results),
+                "round %d finished: %d calls, %d failed", round_index + 1, len(calls), len(failed)
             )
-            for result in tool_round.results:
-                consecutive_errors = 0 if result.ok else consecutive_errors + 1
-                if not result.ok and settings.strict:
-                    raise ToolError(result.name, result.error or result.content)
-            if consecutive_errors >= settings.max_consecutive_errors:
-                self._stop_reason = "tool_errors"
-                self.message.content = self._tool_errors_answer(consecutive_errors)
-                return
+            if failed and strict:
+                raise ToolError(failed[0].name, failed[0].error or failed[0].content)
+            # A round counts once, however many of its parallel calls failed; any
+            # success resets the count. The model always sees the errors: reaching
+            # the limit forces one more request (without tools) for its answer.
+            all_failed = len(failed) == len(tool_round.results)
+            failed_rounds = failed_rounds + 1 if all_failed else 0
+            tool_only = 0 if text.strip() else tool_only + 1
             round_index += 1
-            self._emit(Status("Processing tool results…"))
+            limit = settings.max_tool_only_rounds
+            if failed_rounds >= settings.max_consecutive_errors:
+                forced = "tool_errors"
+            elif limit and tool_only >= limit:
+                forced = "tool_only_rounds"
+            elif failed:
+                self._emit(Status(statuses.failed_status([r.name for r in failed])))
+            else:
+                self._emit(Status("Processing tool results…"))
 
-    async def _request(
-        self, round_index: int, *, forced: bool
-    ) -> tuple[str, list[ToolCall], Usage, dict[str, Any] | None]:
-        """One model request; returns its text, complete calls, usage and opaque data."""
+    def _next_request(self, forced: str | None) -> ModelRequest | None:
+        """The next request, fitted to the context window and the token budget (or None)."""
         settings = self.settings
+        tools = [] if self._tools_refused else [t.spec for t in self.tools.values()]
         request = ModelRequest(
             system=self.conversation.system,
             messages=self.conversation.messages,
-            tools=[t.spec for t in self.tools.values()],
+            tools=tools,
             tool_choice="none" if forced else "auto",
-            final_instruction=FINAL_ANSWER_INSTRUCTION if forced else None,
+            final_instruction=FINAL_INSTRUCTIONS[forced] if forced else None,
             stream=settings.stream,
             max_output_tokens=settings.max_output_tokens,
             temperature=settings.temperature,
+            text_tool_calls=settings.text_tool_calls,
         )
+        budget = settings.max_total_tokens
+        limit = None
+        if self._window is not None:
+            # Room for the answer: what max_output_tokens asks, or an eighth of the window.
+            limit = self._window - (settings.max_output_tokens or self._window // 8)
+        if budget is not None and forced:
+            # The forced final request may use all that is left but a short answer's room.
+            left = budget - self.usage.total_tokens - FINAL_OUTPUT_TOKENS
+            limit = left if limit is None else min(limit, left)
+        if limit is None and budget is None:
+            self._last_estimate = self._meter.estimate(request)
+            return request
+        fitted = fit_request(request, limit if limit is not None else 1 << 62, self._meter)
+        if fitted is None:
+            if budget is None:
+                self._stop_reason = "context_window"
+            logger.info("no request fits in %d tokens", limit)
+            return None
+        request, estimate = fitted
+        if budget is not None:
+            left = budget - self.usage.total_tokens
+            if not forced and 2 * (estimate + FINAL_OUTPUT_TOKENS) > left:
+                # Another round would leave no room for the final answer: ask for it now.
+                return None
+            # Never exceed the budget: the output may use only what the input leaves.
+            room = left - estimate
+            cap = settings.max_output_tokens
+            request.max_output_tokens = room if cap is None else min(cap, room)
+        self._last_estimate = estimate
+        if request.messages is not self.conversation.messages:
+            logger.info("request compacted to fit: about %d input tokens", estimate)
+        return request
+
+    async def _request(
+        self, request: ModelRequest, round_index: int
+    ) -> tuple[str, list[ToolCall], Usage, dict[str, Any] | None]:
+        """One model request; returns its text, complete calls, usage and opaque data."""
+        forced = request.tool_choice == "none"
         logger.info("round %d: model request (forced final=%s)", round_index + 1, forced)
-        self._partial_text = []
-        calls: list[ToolCall] = []
-        usage = Usage()
-        provider_data: dict[str, Any] | None = None
         started = time.perf_counter()
         # The request waits until the consumer has handled every event emitted so far,
         # however long it takes over each: the history writer has then saved the prompt
         # and every finished round, so a crash during this request loses only this round.
         # (A consumer that keeps up costs one event-loop turn, as asyncio.sleep(0) did.)
         await self._queue.join()
+        try:
+            calls, usage, provider_data = await self._send(request, round_index)
+        except ProviderError as error:
+            if not (request.tools and _refuses_tools(error)) or self._tools_refused:
+                raise
+            # A model without tool support: answer in text instead of failing the cell.
+            logger.warning("%s; retrying once without tools", error)
+            self._tools_refused = True
+            self._notes.append(statuses.TOOLS_REFUSED_NOTE)
+            self._emit(Status("This model does not support tools; answering without them…"))
+            request = dataclasses.replace(request, tools=[], tool_choice="auto")
+            calls, usage, provider_data = await self._send(request, round_index)
+        self._meter.calibrate(request, usage.input_tokens)
+        self.usage = self.usage + usage
+        self.message.usage = self.usage
+        text = "".join(self._partial_text)
+        self._partial_text = []
+        logger.debug("model replied in %.3f s: %d calls", time.perf_counter() - started, len(calls))
+        if forced and calls:
+            logger.warning("model asked for tools after tools were forbidden; ignoring the calls")
+        return text, calls, usage, provider_data
+
+    async def _send(
+        self, request: ModelRequest, round_index: int
+    ) -> tuple[list[ToolCall], Usage, dict[str, Any] | None]:
+        self._partial_text = []
+        calls: list[ToolCall] = []
+        usage = Usage()
+        provider_data: dict[str, Any] | None = None
         stream = self.provider.stream(request)
         try:
             async for event in stream:
@@ -265,15 +416,7 @@ class Run:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
-        self.usage = self.usage + usage
-
-        self.message.usage = self.usage
-        text = "".join(self._partial_text)
-        self._partial_text = []
-        logger.debug("model replied in %.3f s: %d calls", time.perf_counter() - started, len(calls))
-        if forced and calls:
-            logger.warning("model asked for tools after tools were forbidden; ignoring the calls")
-        return text, calls, usage, provider_data
+        return calls, usage, provider_data
 
     def _on_provider_event(self, event: Any, round_index: int, calls: list[ToolCall]) -> None:
         if isinstance(event, TextChunk):
@@ -295,11 +438,11 @@ class Run:
         assert self.message.rounds is not None
         self._pending_round = tool_round
         self.message.rounds.append(tool_round)
-        names = list(dict.fromkeys(title_case(c.name) for c in tool_round.calls))
-        self._emit(Status(f"Using {' and '.join(names)}…"))
+        self._emit(Status(statuses.calls_status(tool_round.calls)))
         for call in tool_round.calls:
             logger.info("call %s %s(%s)", call.id, call.name, call.arguments)
             self._emit(ToolCallStarted(call, round_index))
+        status_task = self._start_status_model(tool_round)
 
         def on_result(result: ToolResult) -> None:
             if self._pending_round is not tool_round:  # the run already wrapped up this round
@@ -314,36 +457,69 @@ class Run:
             )
             self._emit(ToolCallFinished(result, round_index))
 
+        loop = asyncio.get_running_loop()
+
+        def wrap(t: Tool, call: ToolCall) -> Tool:
+            def report(text: str, fraction: float | None) -> None:
+                event = ToolProgress(call.id, text, fraction, round_index)
+                try:  # from a tool's worker thread too; a closed loop drops the line
+                    loop.call_soon_threadsafe(self._emit, event)
+                except RuntimeError:
+                    pass
+
+            return wrap_call(t, call, self.settings.tool_middleware, report)
+
         settings = self.settings
-        results = await execute_round(
-            tool_round.calls,
-            self.tools,
-            approver=settings.approver,
-            default_timeout=settings.tool_timeout,
-            per_call_chars=settings.per_call_chars,
-            per_round_chars=settings.per_round_chars,
-            on_result=on_result,
-        )
+        try:
+            results = await execute_round(
+                tool_round.calls,
+                self.tools,
+                approver=settings.approver,
+                default_timeout=settings.tool_timeout,
+                per_call_chars=settings.per_call_chars,
+                per_round_chars=settings.per_round_chars,
+                on_result=on_result,
+                wrap=wrap,
+            )
+        finally:
+            if status_task is not None:
+                status_task.cancel()
         tool_round.results = results
         self._pending_round = None
 
-    def _over_token_budget(self) -> bool:
-        budget = self.settings.max_total_tokens
-        if budget is None:
-            return False
-        rounds = self.message.rounds or []
-        # The next request costs at least what the last one took as input.
-        last_input = rounds[-1].usage.input_tokens if rounds else 0
-        return self.usage.total_tokens + last_input > budget or self.usage.total_tokens >= budget
+    def _start_status_model(self, tool_round: ToolRound) -> asyncio.Task[None] | None:
+        """Ask the status model for a one-line status while the calls run (2 s at most)."""
+        choice = self.settings.status_model
+        if choice is None:
+            return None
+        if self._status_provider is None:
+            if isinstance(choice, str):
+                from .providers import get_provider
+
+                self._status_provider = get_provider(choice)
+            else:
+                self._status_provider = choice
+        provider = self._status_provider
+
+        async def ask() -> None:
+            line = await statuses.model_status(provider, tool_round.calls)
+            if line and self._pending_round is tool_round:
+                self._emit(Status(line))
+
+        return asyncio.ensure_future(ask())
+
+    def _context_note(self) -> str | None:
+        if self._window is None or not self._last_estimate:
+            return None
+        share = 100 * self._last_estimate / self._window
+        return f"context {self._last_estimate:,}/{self._window:,} tokens ({share:.0f}%)"
 
     def _tool_errors_answer(self, count: int) -> str:
-        failures = [
-            f"- {r.name}: {r.error}"
-            for rnd in (self.message.rounds or [])
-            for r in rnd.results
-            if not r.ok
-        ][-count:]
-        return f"Stopped after {count} consecutive failed tool calls:\n" + "\n".join(failures)
+        rounds = (self.message.rounds or [])[-count:]
+        failures = [f"- {r.name}: {r.error}" for rnd in rounds for r in rnd.results if not r.ok]
+        plural = "s" if count != 1 else ""
+        head = f"Stopped after {count} consecutive round{plural} of failed tool calls:\n"
+        return head + "\n".join(failures)
 
     def _gathered_summary(self) -> str:
         """The forced final answer when the model gave no text: what the tools returned."""
@@ -379,6 +555,7 @@ class Run:
             conversation_id=self.conversation.id,
             elapsed_s=time.perf_counter() - self._started,
             message=self.message,
+            notes=[n for n in (*self._notes, self._context_note()) if n],
         )
         if stop_reason != "complete":
             self._emit(Status(f"Stopped: {stop_reason_words(stop_reason)}"))
@@ -404,3 +581,9 @@ class Run:
             for call in tool_round.calls
         ]
         self._pending_round = None
+
+
+def _refuses_tools(error: ProviderError) -> bool:
+    """A 400 saying the model cannot take tools (Ollama, some compatible servers)."""
+    text = error.message.lower()
+    return error.status == 400 and "tool" in text and ("support" in text or "not allowed" in text)

@@ -52,6 +52,9 @@ class RunResult:
     conversation_id: str
     elapsed_s: float = 0.0
     message: Message | None = field(default=None, repr=False)
+    notes: list[str] = field(default_factory=list)
+    """Short facts for the footer: "context 2,100/128,000 tokens (2%)", "this model does
+    not support tools; answered without them"."""
 
     @property
     def tool_results(self) -> list[Any]:

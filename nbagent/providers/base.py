@@ -40,6 +40,9 @@ class ModelRequest:
     temperature: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-specific request fields merged into the body as-is."""
+    text_tool_calls: bool = True
+    """Recognise tool calls written as text and ``<think>`` blocks in the reply (adapters
+    of servers that may lack a tool parser; see ``providers/text_calls.py``)."""
 
 
 @dataclass

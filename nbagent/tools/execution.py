@@ -46,6 +46,7 @@ async def execute_round(
     per_call_chars: int = PER_CALL_CHARS,
     per_round_chars: int = PER_ROUND_CHARS,
     on_result: Callable[[ToolResult], None] | None = None,
+    wrap: Callable[[Tool, ToolCall], Tool] | None = None,
 ) -> list[ToolResult]:
     """Run one round's calls and return one result per call, in call order.
 
@@ -58,6 +59,8 @@ async def execute_round(
     ``min(per-call limit, what is left of the round budget)``, so the text does
     not depend on which call happened to finish first (replays stay exact).
     ``on_result`` sees each result as soon as it and all calls before it are done.
+    ``wrap(tool, call)`` may replace a call's tool (middleware, retries, progress:
+    see ``middleware.wrap_call``).
     """
     outcomes: list[_Outcome | None] = [None] * len(calls)
     results: list[ToolResult] = []
@@ -83,6 +86,8 @@ async def execute_round(
         started = time.perf_counter()
         outcome = _Outcome()
         t = tools.get(call.name)
+        if t is not None and wrap is not None:
+            t = wrap(t, call)
         if t is None:
             available = ", ".join(sorted(tools)) or "(none)"
             outcome.error = f"Unknown tool {call.name!r}. Available tools: {available}."

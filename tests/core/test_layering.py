@@ -25,7 +25,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (2, ("nbagent.results", "nbagent.events")),
     (3, ("nbagent.tools",)),
     (4, ("nbagent.providers", "nbagent.testing")),
-    (5, ("nbagent.loop",)),
+    (5, ("nbagent.loop", "nbagent.budget", "nbagent.status", "nbagent.steps")),
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render")),
     (7, ("nbagent.agent",)),
     (8, ("nbagent.magic", "nbagent.widget", "nbagent.live", "nbagent.terminal",
