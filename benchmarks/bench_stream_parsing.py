@@ -16,6 +16,10 @@ with trailing-space padding and pings, Ollama NDJSON lines) repeated to about
   no framing rules (ratio column: baseline time / parser time, > 1 = faster).
 
 Goal: >= 50 MB/s for every format.
+
+A second table measures text-format tool-call recognition (``providers/text_calls.py``):
+the OpenAI and Ollama adapters with tools offered, recognition on vs off
+(``text_tool_calls=False``), interleaved in one run; goal: it costs under 5%.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx  # noqa: E402
 from pydantic_core import from_json  # noqa: E402
 
-from nbagent.messages import Message  # noqa: E402
+from nbagent.messages import Message, ToolSpec  # noqa: E402
 from nbagent.providers import ModelRequest  # noqa: E402
 from nbagent.providers.base import ProviderEvent  # noqa: E402
 from nbagent.providers.http import (  # noqa: E402
@@ -216,6 +220,38 @@ async def adapter(provider_cls: type, data: bytes, content_type: str) -> int:
         return sum([1 async for _ in provider.stream(request)])
 
 
+async def adapter_with_tools(provider_cls: type, data: bytes, content_type: str, on: bool) -> int:
+    async with _client(data, content_type) as client:
+        provider = provider_cls(
+            "bench", base_url="http://127.0.0.1:1/v1", api_key="k", http_client=client, env={}
+        )
+        spec = ToolSpec("weather", "Weather.", {"type": "object", "properties": {}})
+        request = ModelRequest(
+            system=None, messages=[Message("user", "x")], tools=[spec], text_tool_calls=on
+        )
+        return sum([1 async for _ in provider.stream(request)])
+
+
+def text_call_overhead(streams: dict[str, bytes], repeat: int) -> None:
+    """Recognition on vs off, alternating runs (best of ``repeat`` each)."""
+    print("\ntext-format call recognition (tools offered), MB/s")
+    print("{:20} {:>9} {:>9} {:>8}".format("format", "off", "on", "cost"))  # fmt: skip
+    cases = [("SSE OpenAI", OpenAIProvider, "text/event-stream"),
+             ("NDJSON Ollama", OllamaProvider, "application/x-ndjson")]  # fmt: skip
+    for name, cls, content_type in cases:
+        data = streams[name]
+        off_times, on_times = [], []
+        for _ in range(repeat):  # interleaved, so load changes hit both alike
+            for on, times in ((False, off_times), (True, on_times)):
+                times.append(
+                    best_of(lambda c=cls, d=data, t=content_type, o=on:  # type: ignore[misc]
+                            adapter_with_tools(c, d, t, o), 1)
+                )  # fmt: skip
+        off, on = min(off_times), min(on_times)
+        megabytes = len(data) / 1e6
+        print(f"{name:20} {megabytes / off:9.0f} {megabytes / on:9.0f} {on / off - 1:7.1%}")
+
+
 def _anthropic() -> type:
     from nbagent.providers.anthropic import AnthropicProvider
 
@@ -276,6 +312,7 @@ def main() -> None:
             f"{name:20} {megabytes:8.1f} {megabytes / parse:9.0f} {megabytes / session:9.0f} "
             f"{adapter_text} {base / parse:7.2f}x"
         )
+    text_call_overhead(streams, args.repeat)
 
 
 if __name__ == "__main__":

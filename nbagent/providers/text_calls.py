@@ -110,6 +110,8 @@ class TextCallScanner:
         buf = self._buf
         mode = self._mode
         if mode == "text":
+            if self._at_start and any(not piece.isspace() for piece in out if piece):
+                self._at_start = False  # text was released earlier in this feed
             if self._at_start and self.names:
                 stripped = buf.lstrip()
                 if not stripped:
