@@ -586,4 +586,5 @@ class Run:
 def _refuses_tools(error: ProviderError) -> bool:
     """A 400 saying the model cannot take tools (Ollama, some compatible servers)."""
     text = error.message.lower()
-    return error.status == 400 and "tool" in text and ("support" in text or "not allowed" in text)
+    refused = "support" in text or "not allowed" in text or "enable-auto-tool-choice" in text
+    return error.status == 400 and "tool" in text and refused
