@@ -88,6 +88,7 @@ def __getattr__(name: str) -> typing.Any:
         return ChatWidget
     raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
 
+
 # Issue 14: progress lines from tools and their event.
 from .events import ToolProgress  # noqa: E402
 from .tools import progress  # noqa: E402

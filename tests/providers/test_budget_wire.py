@@ -51,7 +51,7 @@ def openai_responder(request: RecordedRequest) -> Reply:
         completion = OpenAI.completion("word " * used, usage=(prompt, used))
     else:
         used = min(cap, 12)
-        calls = [("call_%d" % len(body["messages"]), "search", '{"query": "budget"}')]
+        calls = [(f"call_{len(body['messages'])}", "search", '{"query": "budget"}')]
         completion = OpenAI.completion(None, calls, usage=(prompt, used))
     SERVED.append((prompt, used))
     return Reply(200, completion)
