@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import status as statuses
-from .budget import TokenMeter, context_window, fit_request
 from .errors import ProviderError, ToolError
 from .events import (
     Event,
@@ -31,47 +30,24 @@ from .events import (
     ToolCallStarted,
     ToolProgress,
 )
-from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
+from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
 from .providers.base import (
-    Finished,
     ModelRequest,
     Provider,
     TextChunk,
-    ToolCallReady,
-    UsageReport,
 )
 from .results import RunResult, stop_reason_words
 from .status import title_case
+from .steps import ModelReply, RequestPlanner, execute_calls, send_request
 from .tools import (
     PER_CALL_CHARS,
     PER_ROUND_CHARS,
     Approver,
     Middleware,
     Tool,
-    execute_round,
-    wrap_call,
 )
 
 logger = logging.getLogger("nbagent")
-
-FINAL_ANSWER_INSTRUCTION = (
-    "You have used the maximum number of tool rounds. Do not call any more tools. "
-    "Answer the user's request now, as well as you can, from the information gathered so far."
-)
-
-FINAL_INSTRUCTIONS = {
-    "max_rounds": FINAL_ANSWER_INSTRUCTION,
-    "tool_errors": (
-        "The tool calls keep failing. Do not call any more tools. Tell the user what "
-        "failed and answer as well as you can from the information gathered so far."
-    ),
-    "token_budget": (
-        "The token budget for this request is nearly spent. Do not call any more tools. "
-        "Answer the user's request now, briefly, from the information gathered so far."
-    ),
-    "tool_only_rounds": FINAL_ANSWER_INSTRUCTION,
-}
-"""The user text of the forced final request, by the reason it was forced."""
 
 FINAL_STATUS = {
     "max_rounds": statuses.MAX_ROUNDS_STATUS,
@@ -79,9 +55,6 @@ FINAL_STATUS = {
     "token_budget": "Token budget reached. Generating final response…",
     "tool_only_rounds": "Too many rounds without text. Generating final response…",
 }
-
-FINAL_OUTPUT_TOKENS = 64
-"""The fewest output tokens worth a forced final request at the token budget."""
 
 _STOP_NOTES = {
     "timeout": "[run timed out]",
@@ -164,9 +137,7 @@ class Run:
         self._pending_round: ToolRound | None = None
         self._error: BaseException | None = None
         self._call_ids: set[str] = set()
-        self._meter = TokenMeter()
-        self._window = settings.context_window or context_window(self.model_label)
-        self._last_estimate = 0
+        self._planner = RequestPlanner(settings, self.model_label)
         self._tools_refused = False
         self._notes: list[str] = []
         self._status_provider: Provider | None = None
@@ -316,50 +287,11 @@ class Run:
 
     def _next_request(self, forced: str | None) -> ModelRequest | None:
         """The next request, fitted to the context window and the token budget (or None)."""
-        settings = self.settings
         tools = [] if self._tools_refused else [t.spec for t in self.tools.values()]
-        request = ModelRequest(
-            system=self.conversation.system,
-            messages=self.conversation.messages,
-            tools=tools,
-            tool_choice="none" if forced else "auto",
-            final_instruction=FINAL_INSTRUCTIONS[forced] if forced else None,
-            stream=settings.stream,
-            max_output_tokens=settings.max_output_tokens,
-            temperature=settings.temperature,
-            text_tool_calls=settings.text_tool_calls,
-        )
-        budget = settings.max_total_tokens
-        limit = None
-        if self._window is not None:
-            # Room for the answer: what max_output_tokens asks, or an eighth of the window.
-            limit = self._window - (settings.max_output_tokens or self._window // 8)
-        if budget is not None and forced:
-            # The forced final request may use all that is left but a short answer's room.
-            left = budget - self.usage.total_tokens - FINAL_OUTPUT_TOKENS
-            limit = left if limit is None else min(limit, left)
-        if limit is None and budget is None:
-            self._last_estimate = self._meter.estimate(request)
-            return request
-        fitted = fit_request(request, limit if limit is not None else 1 << 62, self._meter)
-        if fitted is None:
-            if budget is None:
-                self._stop_reason = "context_window"
-            logger.info("no request fits in %d tokens", limit)
-            return None
-        request, estimate = fitted
-        if budget is not None:
-            left = budget - self.usage.total_tokens
-            if not forced and 2 * (estimate + FINAL_OUTPUT_TOKENS) > left:
-                # Another round would leave no room for the final answer: ask for it now.
-                return None
-            # Never exceed the budget: the output may use only what the input leaves.
-            room = left - estimate
-            cap = settings.max_output_tokens
-            request.max_output_tokens = room if cap is None else min(cap, room)
-        self._last_estimate = estimate
-        if request.messages is not self.conversation.messages:
-            logger.info("request compacted to fit: about %d input tokens", estimate)
+        spent = self.usage.total_tokens
+        request = self._planner.build(self.conversation, tools, spent=spent, forced=forced)
+        if request is None and self._planner.overflow:
+            self._stop_reason = "context_window"
         return request
 
     async def _request(
@@ -375,7 +307,7 @@ class Run:
         # (A consumer that keeps up costs one event-loop turn, as asyncio.sleep(0) did.)
         await self._queue.join()
         try:
-            calls, usage, provider_data = await self._send(request, round_index)
+            reply = await self._send(request, round_index)
         except ProviderError as error:
             if not (request.tools and _refuses_tools(error)) or self._tools_refused:
                 raise
@@ -385,8 +317,9 @@ class Run:
             self._notes.append(statuses.TOOLS_REFUSED_NOTE)
             self._emit(Status("This model does not support tools; answering without them…"))
             request = dataclasses.replace(request, tools=[], tool_choice="auto")
-            calls, usage, provider_data = await self._send(request, round_index)
-        self._meter.calibrate(request, usage.input_tokens)
+            reply = await self._send(request, round_index)
+        calls, usage, provider_data = reply.calls, reply.usage, reply.provider_data
+        self._planner.learn(request, usage)
         self.usage = self.usage + usage
         self.message.usage = self.usage
         text = "".join(self._partial_text)
@@ -396,43 +329,17 @@ class Run:
             logger.warning("model asked for tools after tools were forbidden; ignoring the calls")
         return text, calls, usage, provider_data
 
-    async def _send(
-        self, request: ModelRequest, round_index: int
-    ) -> tuple[list[ToolCall], Usage, dict[str, Any] | None]:
+    async def _send(self, request: ModelRequest, round_index: int) -> ModelReply:
         self._partial_text = []
-        calls: list[ToolCall] = []
-        usage = Usage()
-        provider_data: dict[str, Any] | None = None
-        stream = self.provider.stream(request)
-        try:
-            async for event in stream:
-                self._on_provider_event(event, round_index, calls)
-                if isinstance(event, UsageReport):
-                    usage = event.usage  # cumulative within a request: replace, never add
-                elif isinstance(event, Finished):
-                    provider_data = event.provider_data
-        finally:
-            # A cancelled run closes the HTTP stream now, not at garbage collection.
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        return calls, usage, provider_data
 
-    def _on_provider_event(self, event: Any, round_index: int, calls: list[ToolCall]) -> None:
-        if isinstance(event, TextChunk):
-            if event.text:
+        def on_event(event: Any) -> None:
+            if isinstance(event, TextChunk) and event.text:
                 if not self._partial_text:
                     self._emit(Status("Formulating response…"))
                 self._partial_text.append(event.text)
                 self._emit(TextDelta(event.text, round_index))
-        elif isinstance(event, ToolCallReady):
-            call = event.call
-            # Results are matched to calls by id: a missing or repeated id (some local
-            # servers number every call "call_0") would break the history invariant.
-            if not call.id or call.id in self._call_ids:
-                call.id = new_id("call_")
-            self._call_ids.add(call.id)
-            calls.append(call)
+
+        return await send_request(self.provider, request, on_event, seen_ids=self._call_ids)
 
     async def _call_tools(self, tool_round: ToolRound, round_index: int) -> None:
         assert self.message.rounds is not None
@@ -459,27 +366,20 @@ class Run:
 
         loop = asyncio.get_running_loop()
 
-        def wrap(t: Tool, call: ToolCall) -> Tool:
-            def report(text: str, fraction: float | None) -> None:
-                event = ToolProgress(call.id, text, fraction, round_index)
-                try:  # from a tool's worker thread too; a closed loop drops the line
-                    loop.call_soon_threadsafe(self._emit, event)
-                except RuntimeError:
-                    pass
+        def on_progress(call: ToolCall, text: str, fraction: float | None) -> None:
+            event = ToolProgress(call.id, text, fraction, round_index)
+            try:  # from a tool's worker thread too; a closed loop drops the line
+                loop.call_soon_threadsafe(self._emit, event)
+            except RuntimeError:
+                pass
 
-            return wrap_call(t, call, self.settings.tool_middleware, report)
-
-        settings = self.settings
         try:
-            results = await execute_round(
+            results = await execute_calls(
                 tool_round.calls,
                 self.tools,
-                approver=settings.approver,
-                default_timeout=settings.tool_timeout,
-                per_call_chars=settings.per_call_chars,
-                per_round_chars=settings.per_round_chars,
+                self.settings,
                 on_result=on_result,
-                wrap=wrap,
+                on_progress=on_progress,
             )
         finally:
             if status_task is not None:
@@ -507,12 +407,6 @@ class Run:
                 self._emit(Status(line))
 
         return asyncio.ensure_future(ask())
-
-    def _context_note(self) -> str | None:
-        if self._window is None or not self._last_estimate:
-            return None
-        share = 100 * self._last_estimate / self._window
-        return f"context {self._last_estimate:,}/{self._window:,} tokens ({share:.0f}%)"
 
     def _tool_errors_answer(self, count: int) -> str:
         rounds = (self.message.rounds or [])[-count:]
@@ -555,7 +449,7 @@ class Run:
             conversation_id=self.conversation.id,
             elapsed_s=time.perf_counter() - self._started,
             message=self.message,
-            notes=[n for n in (*self._notes, self._context_note()) if n],
+            notes=[n for n in (*self._notes, self._planner.context_note()) if n],
         )
         if stop_reason != "complete":
             self._emit(Status(f"Stopped: {stop_reason_words(stop_reason)}"))
