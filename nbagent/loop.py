@@ -56,6 +56,13 @@ FINAL_STATUS = {
     "tool_only_rounds": "Too many rounds without text. Generating final response…",
 }
 
+_FINAL_LOG = {
+    "max_rounds": "Maximum tool rounds reached ({n})",
+    "tool_errors": "Tool calls failed in the last rounds ({n} rounds run)",
+    "token_budget": "Token budget reached after {n} rounds",
+    "tool_only_rounds": "{n} rounds of tool calls without text",
+}
+
 _STOP_NOTES = {
     "timeout": "[run timed out]",
     "cancelled": "[run cancelled]",
@@ -239,11 +246,8 @@ class Run:
                 self._stop_reason = self._stop_reason or "token_budget"
                 return
             if forced is not None:
-                logger.warning(
-                    "%s after %d rounds: requesting a final answer without tools",
-                    stop_reason_words(forced),
-                    round_index,
-                )
+                why = _FINAL_LOG[forced].format(n=round_index)
+                logger.warning("%s: requesting a final answer without tools", why)
                 self._emit(Status(FINAL_STATUS[forced]))
             started = time.perf_counter()
             text, calls, usage, provider_data = await self._request(request, round_index)

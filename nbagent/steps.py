@@ -277,7 +277,9 @@ class Steps:
     @property
     def rounds(self) -> list[ToolRound]:
         """The rounds appended so far."""
-        return self.message.rounds or []
+        if self.message.rounds is None:
+            self.message.rounds = []
+        return self.message.rounds
 
     def next_request(self, *, final: bool = False) -> ModelRequest | None:
         """The next request, or None when it would pass the budget or the context window.

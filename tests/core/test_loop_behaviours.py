@@ -120,7 +120,7 @@ def test_forced_final_answer_is_logged_and_announced(caplog: pytest.LogCaptureFi
     lines = statuses(events)
     assert "Using Get Weather (Oslo)…" in lines
     assert "Maximum tool rounds reached. Generating final response…" in lines
-    assert any("max rounds" in r.getMessage() and r.levelno == logging.WARNING
+    assert any("Maximum tool rounds reached" in r.getMessage() and r.levelno == logging.WARNING
                for r in caplog.records)  # fmt: skip
 
 
