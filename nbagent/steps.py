@@ -140,8 +140,7 @@ class RequestPlanner:
             left = budget - spent - FINAL_OUTPUT_TOKENS
             limit = left if limit is None else min(limit, left)
         if limit is None and budget is None:
-            self.last_estimate = self.meter.estimate(request)
-            return request
+            return request  # nothing to fit (and no window to report fullness against)
         fitted = fit_request(request, limit if limit is not None else 1 << 62, self.meter)
         if fitted is None:
             self.overflow = budget is None

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import ToolCall
-from .progress import Reporter, progress, reporting
+from .progress import CURRENT_REPORTER, Reporter, progress
 from .retry import retrying, retrying_async
 from .tool import Tool
 
@@ -169,39 +169,43 @@ def _chain(call: ToolCall, middleware: Sequence[Middleware], inner: Proceed) -> 
     return proceed
 
 
-def _is_async_generator(fn: Callable[..., Any]) -> bool:
-    from .schema import unwrap
-
-    return inspect.isasyncgenfunction(unwrap(fn))
-
-
 def wrap_call(
     t: Tool, call: ToolCall, middleware: Sequence[Middleware], reporter: Reporter | None
 ) -> Tool:
     """``t`` for this one call: middleware, retries, progress and generator draining."""
     fn = t.fn
-    retry_on = t.retry_on
-    if _is_async_generator(fn) or t.is_async:
+    retries, retry_on, backoff = t.retries, t.retry_on, t.retry_backoff
+    if t.is_async_generator or t.is_async:
+
+        async def attempt_async(args: dict[str, Any]) -> Any:
+            if not retries:
+                return await _adrain(fn(**args))
+            return await retrying_async(lambda: _adrain(fn(**args)), retries, retry_on, backoff)
 
         async def run_async(**arguments: Any) -> Any:
-            with reporting(reporter):
-
-                async def attempt(args: dict[str, Any]) -> Any:
-                    return await retrying_async(
-                        lambda: _adrain(fn(**args)), t.retries, retry_on, t.retry_backoff
-                    )
-
-                result = _chain(call, middleware, attempt)(arguments)
+            token = CURRENT_REPORTER.set(reporter)
+            try:
+                if not middleware:
+                    return await attempt_async(arguments)
+                result = _chain(call, middleware, attempt_async)(arguments)
                 return await result if inspect.isawaitable(result) else result
+            finally:
+                CURRENT_REPORTER.reset(token)
 
         return t.with_function(run_async, is_async=True)
 
+    def attempt(args: dict[str, Any]) -> Any:
+        if not retries:
+            return _drain(fn(**args))
+        return retrying(lambda: _drain(fn(**args)), retries, retry_on, backoff)
+
     def run_sync(**arguments: Any) -> Any:
-        with reporting(reporter):
-
-            def attempt(args: dict[str, Any]) -> Any:
-                return retrying(lambda: _drain(fn(**args)), t.retries, retry_on, t.retry_backoff)
-
-            return _chain(call, middleware, attempt)(arguments)
+        token = CURRENT_REPORTER.set(reporter)
+        try:
+            return (
+                _chain(call, middleware, attempt)(arguments) if middleware else attempt(arguments)
+            )
+        finally:
+            CURRENT_REPORTER.reset(token)
 
     return t.with_function(run_sync, is_async=False)

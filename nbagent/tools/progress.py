@@ -12,12 +12,12 @@ import contextvars
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["Reporter", "progress", "reporting"]
+__all__ = ["CURRENT_REPORTER", "Reporter", "progress", "reporting"]
 
 Reporter = Callable[[str, "float | None"], None]
 """``reporter(message, fraction)``: must be safe to call from any thread."""
 
-_CURRENT: contextvars.ContextVar[Reporter | None] = contextvars.ContextVar(
+CURRENT_REPORTER: contextvars.ContextVar[Reporter | None] = contextvars.ContextVar(
     "nbagent_progress", default=None
 )
 
@@ -27,7 +27,7 @@ def progress(message: object, fraction: float | None = None) -> None:
 
     Callable from any tool, sync or async; does nothing outside a tool run.
     """
-    reporter = _CURRENT.get()
+    reporter = CURRENT_REPORTER.get()
     if reporter is None:
         return
     if fraction is not None:
@@ -38,8 +38,8 @@ def progress(message: object, fraction: float | None = None) -> None:
 @contextmanager
 def reporting(reporter: Reporter | None) -> Iterator[None]:
     """Route :func:`progress` calls in this context to ``reporter``."""
-    token = _CURRENT.set(reporter)
+    token = CURRENT_REPORTER.set(reporter)
     try:
         yield
     finally:
-        _CURRENT.reset(token)
+        CURRENT_REPORTER.reset(token)

@@ -51,6 +51,7 @@ class Tool:
         self.retry_on = tuple(retry_on)
         self.retry_backoff = retry_backoff
         self.is_async = _is_async(fn)
+        self.is_async_generator = _is_async_generator(fn)
         if not isinstance(fn, functools.partial):
             functools.update_wrapper(self, fn)
 
@@ -101,6 +102,13 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     from .schema import unwrap
 
     return inspect.iscoroutinefunction(unwrap(fn))
+
+
+def _is_async_generator(fn: Callable[..., Any]) -> bool:
+    """True for ``async def`` functions that ``yield`` (progress lines, see ``middleware``)."""
+    from .schema import unwrap
+
+    return inspect.isasyncgenfunction(unwrap(fn))
 
 
 class ToolRegistry(Mapping[str, Tool]):
