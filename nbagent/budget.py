@@ -104,14 +104,20 @@ class TokenMeter:
 
     def __init__(self) -> None:
         self.scale = 1.0
+        self._last: tuple[ModelRequest, int] | None = None
 
     def estimate(self, request: ModelRequest) -> int:
         """This request's input tokens (never below the provider-calibrated figure)."""
-        return math.ceil(estimate_tokens(request) * self.scale)
+        raw = estimate_tokens(request)
+        self._last = (request, raw)
+        return math.ceil(raw * self.scale)
 
     def calibrate(self, request: ModelRequest, reported_input: int) -> None:
         """Learn from the provider's count of ``request`` (only ever scales up)."""
-        raw = estimate_tokens(request)
+        if not reported_input:
+            return
+        last = self._last
+        raw = last[1] if last is not None and last[0] is request else estimate_tokens(request)
         if raw and reported_input > raw * self.scale:
             self.scale = reported_input / raw * 1.05
 

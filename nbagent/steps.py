@@ -162,7 +162,8 @@ class RequestPlanner:
 
     def learn(self, request: ModelRequest, usage: Usage) -> None:
         """Scale later estimates by the provider's count of this request."""
-        self.meter.calibrate(request, usage.input_tokens)
+        if self.window is not None or self.settings.max_total_tokens is not None:
+            self.meter.calibrate(request, usage.input_tokens)
 
     def context_note(self) -> str | None:
         """``context 2,100/128,000 tokens (2%)`` for the footer (None if the window is unknown)."""
