@@ -40,11 +40,11 @@ def title_case(name: str) -> str:
 
 
 def main_argument(call: ToolCall, limit: int = 40) -> str | None:
-    """The call's main argument as short text: the first string (or else scalar) value."""
-    values = list(call.arguments.values())
-    first: object = next((v for v in values if isinstance(v, str) and v.strip()), None)
-    if first is None:
-        first = next((v for v in values if type(v) in (int, float)), None)
+    """The call's main argument as short text: its first non-empty string value.
+
+    Numbers alone say little ("Using Add (2)…"), so a call without a string has none.
+    """
+    first = next((v for v in call.arguments.values() if isinstance(v, str) and v.strip()), None)
     if first is None:
         return None
     text = " ".join(str(first).split())
