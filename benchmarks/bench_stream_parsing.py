@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import sys
 import time
@@ -50,6 +51,7 @@ from nbagent.providers.http import (  # noqa: E402
 )
 from nbagent.providers.ollama import OllamaProvider  # noqa: E402
 from nbagent.providers.openai import OpenAIProvider  # noqa: E402
+from nbagent.providers.text_calls import TextCallDecoder  # noqa: E402
 
 PIECE = 16 * 1024
 
@@ -232,24 +234,99 @@ async def adapter_with_tools(provider_cls: type, data: bytes, content_type: str,
         return sum([1 async for _ in provider.stream(request)])
 
 
+def decode_only(provider_cls: type, chunks: list[bytes], on: bool) -> float:
+    """Seconds to decode ``chunks`` with the adapter's decoder (no HTTP, no event loop)."""
+    provider = provider_cls("bench", base_url="http://127.0.0.1:1/v1", api_key="k", env={})
+    spec = ToolSpec("weather", "Weather.", {"type": "object", "properties": {}})
+    request = ModelRequest(
+        system=None, messages=[Message("user", "x")], tools=[spec], text_tool_calls=on
+    )
+    decoder = provider.decoder(request)
+    gc.collect()
+    gc.disable()  # collections land on whichever variant runs then: keep them out
+    try:
+        started = time.perf_counter()
+        for chunk in chunks:
+            decoder.feed(chunk)
+        decoder.close()
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+
+
+class _Replay:
+    """A decoder replaying recorded event batches: isolates the text-call layer's own cost."""
+
+    error = None
+
+    def __init__(self, batches: list[list[ProviderEvent]]) -> None:
+        self.batches = batches
+        self.index = 0
+
+    def feed(self, chunk: bytes) -> list[ProviderEvent]:
+        self.index += 1
+        return self.batches[self.index - 1]
+
+    def close(self) -> list[ProviderEvent]:
+        return self.batches[-1]
+
+
+def layer_only(provider_cls: type, chunks: list[bytes]) -> float:
+    """Seconds the text-call layer alone takes over the adapter's events for ``chunks``."""
+    provider = provider_cls("bench", base_url="http://127.0.0.1:1/v1", api_key="k", env={})
+    request = ModelRequest(system=None, messages=[Message("user", "x")], text_tool_calls=False)
+    inner = provider.decoder(request)
+    batches = [inner.feed(chunk) for chunk in chunks] + [inner.close()]
+    layer = TextCallDecoder(_Replay(batches), ["weather"], None)
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        for chunk in chunks:
+            layer.feed(chunk)
+        layer.close()
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+
+
 def text_call_overhead(streams: dict[str, bytes], repeat: int) -> None:
-    """Recognition on vs off, alternating runs (best of ``repeat`` each)."""
-    print("\ntext-format call recognition (tools offered), MB/s")
-    print("{:20} {:>9} {:>9} {:>8}".format("format", "off", "on", "cost"))  # fmt: skip
+    """Recognition on vs off, alternating runs (best of ``repeat`` each, 3x for decoders)."""
+    print("\ntext-format call recognition (tools offered), MB/s; cost = on/off - 1")
+    print("layer = the text-call layer's own time over the decoder's events / decoding time")
+    head = ("format", "dec off", "dec on", "cost", "adapt off", "adapt on", "cost", "layer")
+    print("{:16} {:>8} {:>8} {:>7} {:>9} {:>9} {:>7} {:>7}".format(*head))
     cases = [("SSE OpenAI", OpenAIProvider, "text/event-stream"),
              ("NDJSON Ollama", OllamaProvider, "application/x-ndjson")]  # fmt: skip
     for name, cls, content_type in cases:
         data = streams[name]
-        off_times, on_times = [], []
-        for _ in range(repeat):  # interleaved, so load changes hit both alike
-            for on, times in ((False, off_times), (True, on_times)):
-                times.append(
+        small = (openai_stream if "SSE" in name else ndjson_stream)(1 << 20)
+        chunks = pieces(small)  # 1 MiB, decoded many times: the min is stable
+        decode: dict[bool, list[float]] = {False: [], True: []}
+        layer: list[float] = []
+        for _ in range(repeat * 10):  # interleaved, so load changes hit both alike
+            for on in (False, True):
+                decode[on].append(decode_only(cls, chunks, on))
+            layer.append(layer_only(cls, chunks))
+        adapt: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(repeat):
+            for on in (False, True):
+                adapt[on].append(
                     best_of(lambda c=cls, d=data, t=content_type, o=on:  # type: ignore[misc]
                             adapter_with_tools(c, d, t, o), 1)
                 )  # fmt: skip
-        off, on = min(off_times), min(on_times)
         megabytes = len(data) / 1e6
-        print(f"{name:20} {megabytes / off:9.0f} {megabytes / on:9.0f} {on / off - 1:7.1%}")
+        small_mb = sum(map(len, chunks)) / 1e6
+        d_off, d_on = (
+            min(decode[False]) / small_mb * megabytes,
+            min(decode[True]) / small_mb * megabytes,
+        )
+        a_off, a_on = min(adapt[False]), min(adapt[True])
+        print(
+            f"{name:16} {megabytes / d_off:8.0f} {megabytes / d_on:8.0f} {d_on / d_off - 1:7.1%} "
+            f"{megabytes / a_off:9.0f} {megabytes / a_on:9.0f} {a_on / a_off - 1:7.1%} "
+            f"{min(layer) / min(decode[False]):7.1%}"
+        )
 
 
 def _anthropic() -> type:
