@@ -19,7 +19,7 @@ import json
 import math
 import re
 
-from .messages import Message, ToolResult, ToolRound
+from .messages import ToolResult, ToolRound
 from .providers.base import ModelRequest
 
 __all__ = [
@@ -176,8 +176,3 @@ def fit_request(
         if estimate <= limit:
             return request, estimate
     return None
-
-
-def kept_messages(request: ModelRequest) -> list[Message]:
-    """The messages a fitted request sends (for logs and tests)."""
-    return request.messages

@@ -31,14 +31,16 @@ from .events import (
     ToolProgress,
 )
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
-from .providers.base import (
-    ModelRequest,
-    Provider,
-    TextChunk,
-)
+from .providers.base import ModelRequest, Provider, TextChunk
 from .results import RunResult, stop_reason_words
 from .status import title_case
-from .steps import ModelReply, RequestPlanner, execute_calls, send_request
+from .steps import (
+    FINAL_ANSWER_INSTRUCTION,
+    ModelReply,
+    RequestPlanner,
+    execute_calls,
+    send_request,
+)
 from .tools import (
     PER_CALL_CHARS,
     PER_ROUND_CHARS,
@@ -106,7 +108,7 @@ LOOP_OPTIONS = frozenset(
 )  # fmt: skip
 """LoopSettings fields an Agent takes as keyword options without a parameter of its own."""
 
-__all__ = ["LOOP_OPTIONS", "LoopSettings", "Run", "title_case"]
+__all__ = ["FINAL_ANSWER_INSTRUCTION", "LOOP_OPTIONS", "LoopSettings", "Run", "title_case"]
 
 
 def strict_from_env() -> bool:
