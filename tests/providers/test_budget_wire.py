@@ -14,16 +14,19 @@ import pytest
 
 from nbagent.tools import Tool
 from tests.support.agents import http_agent
-from tests.support.servers import Ollama, OpenAI, RecordedRequest, Reply, WireServer
+from tests.support.servers import Gemini, Ollama, OpenAI, RecordedRequest, Reply, WireServer
 
 
 def server_tokens(body: dict[str, Any]) -> int:
-    """The server's own count of a request's input tokens."""
-    return len(json.dumps(body["messages"]) + json.dumps(body.get("tools", []))) // 4
+    """The server's own count of a request's input tokens (4 bytes of content a token)."""
+    parts = [body.get(k) for k in ("messages", "contents", "system", "systemInstruction")]
+    return len("".join(json.dumps(p) for p in parts if p) + json.dumps(body.get("tools", []))) // 4
 
 
 def output_cap(body: dict[str, Any]) -> int | None:
     cap = body.get("max_tokens", body.get("max_completion_tokens"))
+    if cap is None:
+        cap = (body.get("generationConfig") or {}).get("maxOutputTokens")
     return cap if cap is not None else (body.get("options") or {}).get("num_predict")
 
 
@@ -73,16 +76,56 @@ def ollama_responder(request: RecordedRequest) -> Reply:
     return Reply(200, {**done, "message": message, "eval_count": used})
 
 
+def anthropic_responder(request: RecordedRequest) -> Reply:
+    body = request.json()
+    prompt, cap = server_tokens(body), output_cap(body) or 10_000
+    if (body.get("tool_choice") or {}).get("type") == "none" or not body.get("tools"):
+        used = min(cap, 40)
+        content: list[dict[str, Any]] = [{"type": "text", "text": "word " * used}]
+        stop = "end_turn"
+    else:
+        used = min(cap, 12)
+        call_id = f"toolu_{len(body['messages'])}"
+        content = [{"type": "tool_use", "id": call_id, "name": "search",
+                    "input": {"query": "budget"}}]  # fmt: skip
+        stop = "tool_use"
+    SERVED.append((prompt, used))
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+               "content": content, "stop_reason": stop,
+               "usage": {"input_tokens": prompt, "output_tokens": used}}  # fmt: skip
+    return Reply(200, message)
+
+
+def gemini_responder(request: RecordedRequest) -> Reply:
+    body = request.json()
+    prompt, cap = server_tokens(body), output_cap(body) or 10_000
+    mode = ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("mode")
+    if mode == "NONE" or not body.get("tools"):
+        used = min(cap, 40)
+        part: dict[str, Any] = {"text": "word " * used}
+    else:
+        used = min(cap, 12)
+        part = Gemini.call_part("search", query="budget")
+    SERVED.append((prompt, used))
+    return Reply(200, Gemini.chunk(part, finish="STOP", usage=(prompt, used)))
+
+
 @pytest.mark.parametrize(
     ("model", "responder"),
-    [("openai:gpt-test", openai_responder), ("ollama:qwen3", ollama_responder)],
+    [
+        ("openai:gpt-test", openai_responder),
+        ("ollama:qwen3", ollama_responder),
+        ("anthropic:claude-test", anthropic_responder),
+        ("gemini:gemini-test", gemini_responder),
+    ],
 )
 @pytest.mark.parametrize("budget", [1500, 3000, 6000])
 async def test_no_request_goes_past_the_token_budget(
     wire_server: WireServer, model: str, responder: Any, budget: int
 ) -> None:
     wire_server.responder = responder
-    agent = http_agent(model, wire_server, api_key=None, tools=[Tool(search)], stream=False,
+    key = None if model.startswith(("openai", "ollama")) else "test-key-0123456789"
+    agent = http_agent(model, wire_server, api_key=key, tools=[Tool(search)], stream=False,
                        max_total_tokens=budget, max_rounds=50)  # fmt: skip
     result = await agent.run("Find everything about budgets.")
 
@@ -96,7 +139,9 @@ async def test_no_request_goes_past_the_token_budget(
     assert result.usage.total_tokens == spent <= budget
     # The last request asked for the answer (tools forbidden), and it is the output.
     last = wire_server.bodies()[-1]
-    assert last.get("tool_choice") == "none" or "tools" not in last
+    forbidden = (last.get("tool_choice") in ("none", {"type": "none"}) or "tools" not in last
+                 or last["toolConfig"]["functionCallingConfig"]["mode"] == "NONE")  # fmt: skip
+    assert forbidden
     assert result.output.startswith("word")
 
 
