@@ -16,12 +16,17 @@ with trailing-space padding and pings, Ollama NDJSON lines) repeated to about
   no framing rules (ratio column: baseline time / parser time, > 1 = faster).
 
 Goal: >= 50 MB/s for every format.
+
+A second table measures text-format tool-call recognition (``providers/text_calls.py``):
+the OpenAI and Ollama adapters with tools offered, recognition on vs off
+(``text_tool_calls=False``), interleaved in one run; goal: it costs under 5%.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import sys
 import time
@@ -34,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx  # noqa: E402
 from pydantic_core import from_json  # noqa: E402
 
-from nbagent.messages import Message  # noqa: E402
+from nbagent.messages import Message, ToolSpec  # noqa: E402
 from nbagent.providers import ModelRequest  # noqa: E402
 from nbagent.providers.base import ProviderEvent  # noqa: E402
 from nbagent.providers.http import (  # noqa: E402
@@ -46,6 +51,7 @@ from nbagent.providers.http import (  # noqa: E402
 )
 from nbagent.providers.ollama import OllamaProvider  # noqa: E402
 from nbagent.providers.openai import OpenAIProvider  # noqa: E402
+from nbagent.providers.text_calls import TextCallDecoder  # noqa: E402
 
 PIECE = 16 * 1024
 
@@ -216,6 +222,113 @@ async def adapter(provider_cls: type, data: bytes, content_type: str) -> int:
         return sum([1 async for _ in provider.stream(request)])
 
 
+async def adapter_with_tools(provider_cls: type, data: bytes, content_type: str, on: bool) -> int:
+    async with _client(data, content_type) as client:
+        provider = provider_cls(
+            "bench", base_url="http://127.0.0.1:1/v1", api_key="k", http_client=client, env={}
+        )
+        spec = ToolSpec("weather", "Weather.", {"type": "object", "properties": {}})
+        request = ModelRequest(
+            system=None, messages=[Message("user", "x")], tools=[spec], text_tool_calls=on
+        )
+        return sum([1 async for _ in provider.stream(request)])
+
+
+def decode_only(provider_cls: type, chunks: list[bytes], on: bool) -> float:
+    """Seconds to decode ``chunks`` with the adapter's decoder (no HTTP, no event loop)."""
+    provider = provider_cls("bench", base_url="http://127.0.0.1:1/v1", api_key="k", env={})
+    spec = ToolSpec("weather", "Weather.", {"type": "object", "properties": {}})
+    request = ModelRequest(
+        system=None, messages=[Message("user", "x")], tools=[spec], text_tool_calls=on
+    )
+    decoder = provider.decoder(request)
+    gc.collect()
+    gc.disable()  # collections land on whichever variant runs then: keep them out
+    try:
+        started = time.perf_counter()
+        for chunk in chunks:
+            decoder.feed(chunk)
+        decoder.close()
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+
+
+class _Replay:
+    """A decoder replaying recorded event batches: isolates the text-call layer's own cost."""
+
+    error = None
+
+    def __init__(self, batches: list[list[ProviderEvent]]) -> None:
+        self.batches = batches
+        self.index = 0
+
+    def feed(self, chunk: bytes) -> list[ProviderEvent]:
+        self.index += 1
+        return self.batches[self.index - 1]
+
+    def close(self) -> list[ProviderEvent]:
+        return self.batches[-1]
+
+
+def layer_only(provider_cls: type, chunks: list[bytes]) -> float:
+    """Seconds the text-call layer alone takes over the adapter's events for ``chunks``."""
+    provider = provider_cls("bench", base_url="http://127.0.0.1:1/v1", api_key="k", env={})
+    request = ModelRequest(system=None, messages=[Message("user", "x")], text_tool_calls=False)
+    inner = provider.decoder(request)
+    batches = [inner.feed(chunk) for chunk in chunks] + [inner.close()]
+    layer = TextCallDecoder(_Replay(batches), ["weather"], None)
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        for chunk in chunks:
+            layer.feed(chunk)
+        layer.close()
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+
+
+def text_call_overhead(streams: dict[str, bytes], repeat: int) -> None:
+    """Recognition on vs off, alternating runs (best of ``repeat`` each, 3x for decoders)."""
+    print("\ntext-format call recognition (tools offered), MB/s; cost = on/off - 1")
+    print("layer = the text-call layer's own time over the decoder's events / decoding time")
+    head = ("format", "dec off", "dec on", "cost", "adapt off", "adapt on", "cost", "layer")
+    print("{:16} {:>8} {:>8} {:>7} {:>9} {:>9} {:>7} {:>7}".format(*head))
+    cases = [("SSE OpenAI", OpenAIProvider, "text/event-stream"),
+             ("NDJSON Ollama", OllamaProvider, "application/x-ndjson")]  # fmt: skip
+    for name, cls, content_type in cases:
+        data = streams[name]
+        small = (openai_stream if "SSE" in name else ndjson_stream)(1 << 20)
+        chunks = pieces(small)  # 1 MiB, decoded many times: the min is stable
+        decode: dict[bool, list[float]] = {False: [], True: []}
+        layer: list[float] = []
+        for _ in range(repeat * 10):  # interleaved, so load changes hit both alike
+            for on in (False, True):
+                decode[on].append(decode_only(cls, chunks, on))
+            layer.append(layer_only(cls, chunks))
+        adapt: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(repeat):
+            for on in (False, True):
+                adapt[on].append(
+                    best_of(lambda c=cls, d=data, t=content_type, o=on:  # type: ignore[misc]
+                            adapter_with_tools(c, d, t, o), 1)
+                )  # fmt: skip
+        megabytes = len(data) / 1e6
+        small_mb = sum(map(len, chunks)) / 1e6
+        d_off, d_on = (
+            min(decode[False]) / small_mb * megabytes,
+            min(decode[True]) / small_mb * megabytes,
+        )
+        a_off, a_on = min(adapt[False]), min(adapt[True])
+        print(
+            f"{name:16} {megabytes / d_off:8.0f} {megabytes / d_on:8.0f} {d_on / d_off - 1:7.1%} "
+            f"{megabytes / a_off:9.0f} {megabytes / a_on:9.0f} {a_on / a_off - 1:7.1%} "
+            f"{min(layer) / min(decode[False]):7.1%}"
+        )
+
+
 def _anthropic() -> type:
     from nbagent.providers.anthropic import AnthropicProvider
 
@@ -276,6 +389,7 @@ def main() -> None:
             f"{name:20} {megabytes:8.1f} {megabytes / parse:9.0f} {megabytes / session:9.0f} "
             f"{adapter_text} {base / parse:7.2f}x"
         )
+    text_call_overhead(streams, args.repeat)
 
 
 if __name__ == "__main__":

@@ -98,3 +98,15 @@ def __getattr__(name: str) -> typing.Any:
 
         return ChatWidget
     raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
+
+
+# Issue 14: progress lines from tools, their event, and the step-by-step API.
+from .events import ToolProgress as ToolProgress  # noqa: E402
+from .steps import ModelReply as ModelReply  # noqa: E402
+from .steps import Steps as Steps  # noqa: E402
+from .tools import progress as progress  # noqa: E402
+
+__all__ = sorted(  # noqa: PLE0605 - CONSTANTS, then Classes, then functions (RUF022's order)
+    [*__all__, "ModelReply", "Steps", "ToolProgress", "progress"],
+    key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name),
+)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .events import Event, RunFinished
-from .loop import LoopSettings, Run
+from .loop import LOOP_OPTIONS, LoopSettings, Run
 from .messages import Conversation
 from .providers import Provider, get_provider, makes_http_requests, resolve_model
 from .results import RunResult, set_renderer
@@ -79,7 +79,13 @@ class Agent:
         tools = None if tools is None else list(tools)
         self._tool_sources = _sources(tools)  # MCP servers: closed by close()
         self._tools = None if tools is None else as_tools(tools)
+        # Loop options without a parameter of their own (text_tool_calls=, status_model=,
+        # tool_middleware=, context_window=, max_tool_only_rounds=...: see LoopSettings).
+        loop_options = {
+            k: self._provider_options.pop(k) for k in LOOP_OPTIONS & set(provider_options)
+        }
         self.settings = LoopSettings(
+            **loop_options,
             max_rounds=max_rounds,
             max_consecutive_errors=max_consecutive_errors,
             timeout=timeout,

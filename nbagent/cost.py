@@ -125,3 +125,21 @@ def _calc(
         _unknown.add(key)
         return None
     return float(result.total_price)
+
+
+def budget_stop(
+    budget: float, spent: float | None, provider: Any, conversation: Any, tools: list[ToolSpec]
+) -> str | None:
+    """Why the next request would pass ``max_cost`` (None: it fits).
+
+    The request's price is estimated from its input (system, messages, tool specs).
+    """
+    tokens = estimate_input_tokens(conversation.system, conversation.messages, tools)
+    estimate = input_price(provider.name, provider.model, tokens) or 0.0
+    spent = spent or 0.0
+    if spent + estimate <= budget:
+        return None
+    return (
+        f"Stopped: the next request (about {format_cost(estimate)} for ~{tokens:,} "
+        f"input tokens) would exceed max_cost {format_cost(budget)} ({format_cost(spent)} spent)."
+    )

@@ -53,6 +53,20 @@ class ToolCallFinished:
 
 
 @dataclass
+class ToolProgress:
+    """A progress line from a running call.
+
+    A generator tool's yield, ``nbagent.progress(...)``, a retry; ``fraction`` is the
+    share done (0 to 1) when the tool said.
+    """
+
+    call_id: str
+    text: str
+    fraction: float | None
+    round_index: int
+
+
+@dataclass
 class RoundFinished:
     """A tool round is complete: every call has its result."""
 
@@ -73,6 +87,7 @@ Event = (
     | TextDelta
     | ToolCallStarted
     | ToolCallFinished
+    | ToolProgress
     | RoundFinished
     | RunFinished
 )

@@ -9,14 +9,17 @@ the history valid: every call has exactly one result.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import os
 import time
-from collections.abc import AsyncGenerator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from . import status as statuses
 from .deadline import context_with_deadline
-from .errors import ToolError
+from .errors import ProviderError, ToolError
 from .events import (
     Event,
     RoundFinished,
@@ -26,26 +29,43 @@ from .events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 from .images import Image, accepts_images
-from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
-from .providers.base import (
-    Finished,
-    ModelRequest,
-    Provider,
-    TextChunk,
-    ToolCallReady,
-    UsageReport,
-)
+from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
+from .providers.base import ModelRequest, Provider, TextChunk
 from .results import RunResult, stop_reason_words
-from .tools import PER_CALL_CHARS, PER_ROUND_CHARS, Approver, Tool, execute_round
+from .status import title_case
+from .steps import (
+    FINAL_ANSWER_INSTRUCTION,
+    ModelReply,
+    RequestPlanner,
+    execute_calls,
+    send_request,
+)
+from .tools import (
+    PER_CALL_CHARS,
+    PER_ROUND_CHARS,
+    Approver,
+    Middleware,
+    Tool,
+)
 
 logger = logging.getLogger("nbagent")
 
-FINAL_ANSWER_INSTRUCTION = (
-    "You have used the maximum number of tool rounds. Do not call any more tools. "
-    "Answer the user's request now, as well as you can, from the information gathered so far."
-)
+FINAL_STATUS = {
+    "max_rounds": statuses.MAX_ROUNDS_STATUS,
+    "tool_errors": "Tools keep failing. Generating final response…",
+    "token_budget": "Token budget reached. Generating final response…",
+    "tool_only_rounds": "Too many rounds without text. Generating final response…",
+}
+
+_FINAL_LOG = {
+    "max_rounds": "Maximum tool rounds reached ({n})",
+    "tool_errors": "Tool calls failed in the last rounds ({n} rounds run)",
+    "token_budget": "Token budget reached after {n} rounds",
+    "tool_only_rounds": "{n} rounds of tool calls without text",
+}
 
 _STOP_NOTES = {
     "timeout": "[run timed out]",
@@ -54,6 +74,7 @@ _STOP_NOTES = {
     "cost_budget": "[stopped: cost budget reached]",
     "output_invalid": "[stopped: the answer never matched the output type]",
     "error": "[run failed]",
+    "context_window": "[stopped: the conversation no longer fits the context window]",
 }
 
 
@@ -83,12 +104,30 @@ class LoopSettings:
     """USD: stop before a request whose estimated price would exceed it (``nbagent.cost``)."""
     output_type: Any = None
     """The type of ``result.output`` (``nbagent.output``); None for the answer text."""
+    text_tool_calls: bool = True
+    """Recognise tool calls written as text (and ``<think>`` blocks) in replies."""
+    status_model: str | Provider | None = None
+    """A model writing one-line statuses ("Looking up the weather in Oslo"), 2 s at most."""
+    tool_middleware: Sequence[Middleware] = field(default_factory=tuple)
+    """Functions wrapping every tool call (``nbagent.tools.cache``, ``rate_limit``...)."""
+    context_window: int | None = None
+    """The model's context window in tokens (default: the table in ``nbagent.budget``)."""
+    max_tool_only_rounds: int | None = None
+    """Force the final answer after this many consecutive rounds of calls without text."""
 
 
-def title_case(name: str) -> str:
-    """``weather_lookup`` -> ``Weather Lookup`` (for status lines)."""
-    words = name.replace("-", "_").replace(".", "_").split("_")
-    return " ".join(w[:1].upper() + w[1:] for w in words if w)
+LOOP_OPTIONS = frozenset(
+    ("text_tool_calls", "status_model", "tool_middleware", "context_window",
+     "max_tool_only_rounds")
+)  # fmt: skip
+"""LoopSettings fields an Agent takes as keyword options without a parameter of its own."""
+
+__all__ = ["FINAL_ANSWER_INSTRUCTION", "LOOP_OPTIONS", "LoopSettings", "Run", "title_case"]
+
+
+def strict_from_env() -> bool:
+    """``NBAGENT_STRICT=1``: every run is strict (a failing tool raises ToolError)."""
+    return os.environ.get("NBAGENT_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class Run:
@@ -121,6 +160,10 @@ class Run:
         self._pending_round: ToolRound | None = None
         self._error: BaseException | None = None
         self._call_ids: set[str] = set()
+        self._planner = RequestPlanner(settings, self.model_label)
+        self._tools_refused = False
+        self._notes: list[str] = []
+        self._status_provider: Provider | None = None
         self.output: Any = None  # an nbagent.output.OutputSpec (imported only when used)
         if settings.output_type is not None:
             from .output import OutputSpec
@@ -226,107 +269,129 @@ class Run:
 
     async def _run_rounds(self) -> None:
         settings = self.settings
-        consecutive_errors = 0
+        strict = settings.strict or strict_from_env()
+        failed_rounds = 0  # consecutive rounds in which every call failed
+        tool_only = 0  # consecutive rounds with calls and no text
         round_index = 0
+        forced: str | None = None  # why the next request is the forced final one
         self._emit(Status("Analyzing request…"))
         while True:
-            if self._over_token_budget():
-                self._stop_reason = "token_budget"
+            if forced is None and round_index >= settings.max_rounds:
+                forced = "max_rounds"
+            request = self._next_request(forced)
+            if request is None and forced is None and settings.max_total_tokens is not None:
+                forced = "token_budget"  # one last request asks for the answer
+                request = self._next_request(forced)
+            if request is None:
+                self._stop_reason = self._stop_reason or "token_budget"
                 return
             if self._over_cost_budget():
                 self._stop_reason = "cost_budget"
                 return
-            forced = round_index >= settings.max_rounds
+            if forced is not None:
+                why = _FINAL_LOG[forced].format(n=round_index)
+                logger.warning("%s: requesting a final answer without tools", why)
+                self._emit(Status(FINAL_STATUS[forced]))
             started = time.perf_counter()
-            text, calls, usage, provider_data = await self._request(round_index, forced=forced)
+            text, calls, usage, provider_data = await self._request(request, round_index)
             if self.output is not None:
                 calls, answer = self.output.take_answer(calls)
                 text = text if answer is None else answer
             if forced or not calls:
                 if forced and not text.strip():
-                    text = self._gathered_summary()
+                    text = (
+                        self._tool_errors_answer(failed_rounds)
+                        if forced == "tool_errors"
+                        else self._gathered_summary()
+                    )
                 verdict = "complete" if self.output is None else self._check_output(text)
                 if verdict == "retry":
                     continue
                 self.message.content = text
                 self.message.provider_data = provider_data
-                self._stop_reason = "max_rounds" if forced and verdict == "complete" else verdict
+                self._stop_reason = (forced or "complete") if verdict == "complete" else verdict
                 return
             tool_round = ToolRound(text or None, calls, [], usage, 0.0, provider_data)
             await self._call_tools(tool_round, round_index)
             tool_round.duration_s = time.perf_counter() - started
             self._emit(RoundFinished(tool_round, round_index))
+            failed = [r for r in tool_round.results if not r.ok]
             logger.info(
-                "round %d finished: %d calls, %d failed",
-                round_index + 1,
-                len(calls),
-                sum(not r.ok for r in tool_round.results),
+                "round %d finished: %d calls, %d failed", round_index + 1, len(calls), len(failed)
             )
-            for result in tool_round.results:
-                consecutive_errors = 0 if result.ok else consecutive_errors + 1
-                if not result.ok and settings.strict:
-                    raise ToolError(result.name, result.error or result.content)
-            if consecutive_errors >= settings.max_consecutive_errors:
-                self._stop_reason = "tool_errors"
-                self.message.content = self._tool_errors_answer(consecutive_errors)
-                return
+            if failed and strict:
+                raise ToolError(failed[0].name, failed[0].error or failed[0].content)
+            # A round counts once, however many of its parallel calls failed; any
+            # success resets the count. The model always sees the errors: reaching
+            # the limit forces one more request (without tools) for its answer.
+            all_failed = len(failed) == len(tool_round.results)
+            failed_rounds = failed_rounds + 1 if all_failed else 0
+            tool_only = 0 if text.strip() else tool_only + 1
             round_index += 1
-            self._emit(Status("Processing tool results…"))
+            limit = settings.max_tool_only_rounds
+            if failed_rounds >= settings.max_consecutive_errors:
+                forced = "tool_errors"
+            elif limit and tool_only >= limit:
+                forced = "tool_only_rounds"
+            elif failed:
+                self._emit(Status(statuses.failed_status([r.name for r in failed])))
+            else:
+                self._emit(Status("Processing tool results…"))
 
-    async def _request(
-        self, round_index: int, *, forced: bool
-    ) -> tuple[str, list[ToolCall], Usage, dict[str, Any] | None]:
-        """One model request; returns its text, complete calls, usage and opaque data."""
-        settings = self.settings
+    def _next_request(self, forced: str | None) -> ModelRequest | None:
+        """The next request, fitted to the context window and the token budget (or None)."""
+        tools = [] if self._tools_refused else [t.spec for t in self.tools.values()]
+        spent = self.usage.total_tokens
+        context = self.settings.context  # the kernel inventory joins the system message
+        system = "\n\n".join(p for p in (self.conversation.system, context) if p) or None
         messages = self.conversation.messages
         if self._output_retry is not None:  # the rejected answer, then what is wrong with it
             self.message.content = self._output_retry[0]
             messages = [*messages, Message(role="user", content=self._output_retry[1])]
-        request = ModelRequest(
-            system="\n\n".join(p for p in (self.conversation.system, settings.context) if p)
-            or None,
-            messages=messages,
-            tools=[t.spec for t in self.tools.values()],
-            tool_choice="none" if forced else "auto",
-            final_instruction=FINAL_ANSWER_INSTRUCTION if forced else None,
-            stream=settings.stream,
-            max_output_tokens=settings.max_output_tokens,
-            temperature=settings.temperature,
-            images=settings.images and accepts_images(self.provider.model),
-        )
+        view = Conversation(self.conversation.id, system, messages)
+        request = self._planner.build(view, tools, spent=spent, forced=forced)
+        if request is None and self._planner.overflow:
+            self._stop_reason = "context_window"
+        if request is None:
+            return None
+        request.images = self.settings.images and accepts_images(self.provider.model)
         if self.output is not None:
-            request = self.output.prepare(request, self.provider.name, forced=forced)
-        logger.info("round %d: model request (forced final=%s)", round_index + 1, forced)
-        self._partial_text = []
-        calls: list[ToolCall] = []
-        usage = Usage()
-        provider_data: dict[str, Any] | None = None
-        started = time.perf_counter()
-        from .cost import price  # dollars from genai-prices (imported on first use)
+            request = self.output.prepare(request, self.provider.name, forced=forced is not None)
+        return request
 
+    async def _request(
+        self, request: ModelRequest, round_index: int
+    ) -> tuple[str, list[ToolCall], Usage, dict[str, Any] | None]:
+        """One model request; returns its text, complete calls, usage and opaque data."""
+        forced = request.tool_choice == "none"
+        logger.info("round %d: model request (forced final=%s)", round_index + 1, forced)
+        started = time.perf_counter()
         # The request waits until the consumer has handled every event emitted so far,
         # however long it takes over each: the history writer has then saved the prompt
         # and every finished round, so a crash during this request loses only this round.
         # (A consumer that keeps up costs one event-loop turn, as asyncio.sleep(0) did.)
         await self._queue.join()
-        stream = self.provider.stream(request)
         try:
-            async for event in stream:
-                self._on_provider_event(event, round_index, calls)
-                if isinstance(event, UsageReport):
-                    usage = event.usage  # cumulative within a request: replace, never add
-                    usage.cost = price(self.provider.name, self.provider.model, usage)
-                elif isinstance(event, Finished):
-                    provider_data = event.provider_data
+            reply = await self._send(request, round_index)
+        except ProviderError as error:
+            if not (request.tools and _refuses_tools(error)) or self._tools_refused:
+                raise
+            # A model without tool support: answer in text instead of failing the cell.
+            logger.warning("%s; retrying once without tools", error)
+            self._tools_refused = True
+            self._notes.append(statuses.TOOLS_REFUSED_NOTE)
+            self._emit(Status("This model does not support tools; answering without them…"))
+            request = dataclasses.replace(request, tools=[], tool_choice="auto")
+            reply = await self._send(request, round_index)
         finally:
-            # A cancelled run closes the HTTP stream now, not at garbage collection.
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
             if self._output_retry is not None:
                 self.message.content = ""  # the rejected answer was only lent to the request
-        self.usage = self.usage + usage
+        calls, usage, provider_data = reply.calls, reply.usage, reply.provider_data
+        from .cost import price  # dollars from genai-prices (imported on first use)
 
+        usage.cost = price(self.provider.name, self.provider.model, usage)
+        self._planner.learn(request, usage)
+        self.usage = self.usage + usage
         self.message.usage = self.usage
         text = "".join(self._partial_text)
         self._partial_text = []
@@ -335,31 +400,27 @@ class Run:
             logger.warning("model asked for tools after tools were forbidden; ignoring the calls")
         return text, calls, usage, provider_data
 
-    def _on_provider_event(self, event: Any, round_index: int, calls: list[ToolCall]) -> None:
-        if isinstance(event, TextChunk):
-            if event.text:
+    async def _send(self, request: ModelRequest, round_index: int) -> ModelReply:
+        self._partial_text = []
+
+        def on_event(event: Any) -> None:
+            if isinstance(event, TextChunk) and event.text:
                 if not self._partial_text:
                     self._emit(Status("Formulating response…"))
                 self._partial_text.append(event.text)
                 self._emit(TextDelta(event.text, round_index))
-        elif isinstance(event, ToolCallReady):
-            call = event.call
-            # Results are matched to calls by id: a missing or repeated id (some local
-            # servers number every call "call_0") would break the history invariant.
-            if not call.id or call.id in self._call_ids:
-                call.id = new_id("call_")
-            self._call_ids.add(call.id)
-            calls.append(call)
+
+        return await send_request(self.provider, request, on_event, seen_ids=self._call_ids)
 
     async def _call_tools(self, tool_round: ToolRound, round_index: int) -> None:
         assert self.message.rounds is not None
         self._pending_round = tool_round
         self.message.rounds.append(tool_round)
-        names = list(dict.fromkeys(title_case(c.name) for c in tool_round.calls))
-        self._emit(Status(f"Using {' and '.join(names)}…"))
+        self._emit(Status(statuses.calls_status(tool_round.calls)))
         for call in tool_round.calls:
             logger.info("call %s %s(%s)", call.id, call.name, call.arguments)
             self._emit(ToolCallStarted(call, round_index))
+        status_task = self._start_status_model(tool_round)
 
         def on_result(result: ToolResult) -> None:
             if self._pending_round is not tool_round:  # the run already wrapped up this round
@@ -374,18 +435,49 @@ class Run:
             )
             self._emit(ToolCallFinished(result, round_index))
 
-        settings = self.settings
-        results = await execute_round(
-            tool_round.calls,
-            self.tools,
-            approver=settings.approver,
-            default_timeout=settings.tool_timeout,
-            per_call_chars=settings.per_call_chars,
-            per_round_chars=settings.per_round_chars,
-            on_result=on_result,
-        )
+        loop = asyncio.get_running_loop()
+
+        def on_progress(call: ToolCall, text: str, fraction: float | None) -> None:
+            event = ToolProgress(call.id, text, fraction, round_index)
+            try:  # from a tool's worker thread too; a closed loop drops the line
+                loop.call_soon_threadsafe(self._emit, event)
+            except RuntimeError:
+                pass
+
+        try:
+            results = await execute_calls(
+                tool_round.calls,
+                self.tools,
+                self.settings,
+                on_result=on_result,
+                on_progress=on_progress,
+            )
+        finally:
+            if status_task is not None:
+                status_task.cancel()
         tool_round.results = results
         self._pending_round = None
+
+    def _start_status_model(self, tool_round: ToolRound) -> asyncio.Task[None] | None:
+        """Ask the status model for a one-line status while the calls run (2 s at most)."""
+        choice = self.settings.status_model
+        if choice is None:
+            return None
+        if self._status_provider is None:
+            if isinstance(choice, str):
+                from .providers import get_provider
+
+                self._status_provider = get_provider(choice)
+            else:
+                self._status_provider = choice
+        provider = self._status_provider
+
+        async def ask() -> None:
+            line = await statuses.model_status(provider, tool_round.calls)
+            if line and self._pending_round is tool_round:
+                self._emit(Status(line))
+
+        return asyncio.ensure_future(ask())
 
     def _check_output(self, text: str) -> str:
         """Validate a final answer: "complete" (value kept), "retry" or "output_invalid"."""
@@ -405,48 +497,29 @@ class Run:
         self._emit(Status(f"Fixing the answer to match {self.output.name}…"))
         return "retry"
 
-    def _over_token_budget(self) -> bool:
-        budget = self.settings.max_total_tokens
-        if budget is None:
-            return False
-        rounds = self.message.rounds or []
-        # The next request costs at least what the last one took as input.
-        last_input = rounds[-1].usage.input_tokens if rounds else 0
-        return self.usage.total_tokens + last_input > budget or self.usage.total_tokens >= budget
-
     def _over_cost_budget(self) -> bool:
         """Whether what was spent plus the next request's estimated input exceeds max_cost."""
-        budget = self.settings.max_cost
-        if budget is None:
+        if self.settings.max_cost is None:
             return False
-        from . import cost
+        from .cost import budget_stop
 
-        tokens = cost.estimate_input_tokens(
-            self.conversation.system,
-            self.conversation.messages,
-            [t.spec for t in self.tools.values()],
+        tools = [t.spec for t in self.tools.values()]
+        head = budget_stop(
+            self.settings.max_cost, self.usage.cost, self.provider, self.conversation, tools
         )
-        estimate = cost.input_price(self.provider.name, self.provider.model, tokens) or 0.0
-        spent = self.usage.cost or 0.0
-        if spent + estimate <= budget:
+        if head is None:
             return False
-        rounds = self.message.rounds or []
-        head = (
-            f"Stopped: the next request (about {cost.format_cost(estimate)} for ~{tokens:,} "
-            f"input tokens) would exceed max_cost {cost.format_cost(budget)} "
-            f"({cost.format_cost(spent)} spent)."
+        self.message.content = head + (
+            "\n" + self._gathered_summary() if self.message.rounds else ""
         )
-        self.message.content = head + ("\n" + self._gathered_summary() if rounds else "")
         return True
 
     def _tool_errors_answer(self, count: int) -> str:
-        failures = [
-            f"- {r.name}: {r.error}"
-            for rnd in (self.message.rounds or [])
-            for r in rnd.results
-            if not r.ok
-        ][-count:]
-        return f"Stopped after {count} consecutive failed tool calls:\n" + "\n".join(failures)
+        rounds = (self.message.rounds or [])[-count:]
+        failures = [f"- {r.name}: {r.error}" for rnd in rounds for r in rnd.results if not r.ok]
+        plural = "s" if count != 1 else ""
+        head = f"Stopped after {count} consecutive round{plural} of failed tool calls:\n"
+        return head + "\n".join(failures)
 
     def _gathered_summary(self) -> str:
         """The forced final answer when the model gave no text: what the tools returned."""
@@ -485,6 +558,7 @@ class Run:
             conversation_id=self.conversation.id,
             elapsed_s=time.perf_counter() - self._started,
             message=self.message,
+            notes=[n for n in (*self._notes, self._planner.context_note()) if n],
         )
         if stop_reason != "complete":
             self._emit(Status(f"Stopped: {stop_reason_words(stop_reason)}"))
@@ -510,3 +584,10 @@ class Run:
             for call in tool_round.calls
         ]
         self._pending_round = None
+
+
+def _refuses_tools(error: ProviderError) -> bool:
+    """A 400 saying the model cannot take tools (Ollama, some compatible servers)."""
+    text = error.message.lower()
+    refused = "support" in text or "not allowed" in text or "enable-auto-tool-choice" in text
+    return error.status == 400 and "tool" in text and refused

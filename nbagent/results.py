@@ -54,6 +54,9 @@ class RunResult:
     conversation_id: str
     elapsed_s: float = 0.0
     message: Message | None = field(default=None, repr=False)
+    notes: list[str] = field(default_factory=list)
+    """Short facts for the footer: "context 2,100/128,000 tokens (2%)", "this model does
+    not support tools; answered without them"."""
     text: str = None  # type: ignore[assignment]  # set from output when not given
     """The model's final text as it wrote it (the raw JSON of a typed answer)."""
     output_type: Any = field(default=None, repr=False)

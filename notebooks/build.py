@@ -728,6 +728,53 @@ del os.environ["NBAGENT_APPROVAL"]
 ''',
         CHECK,
     ),
+    md("""
+## Driving the rounds yourself
+
+`agent.run` loops for you. To decide between rounds yourself (inspect the calls,
+run only some, stop early), drive the same pieces the loop is built on with
+`Steps`: build the next request (budgets and context window applied), send it,
+execute the calls with the agent's tools, approval and middleware, append the
+round, and finish with the answer. `next_request(final=True)` forbids tools and
+asks for the answer, as `max_rounds` does.
+"""),
+    code(
+        '''
+from nbagent import Steps
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather of a city.
+
+    Args:
+        city: the city name
+    """
+    return {"Oslo": "4 °C, light snow", "Rome": "21 °C, sunny"}[city]
+
+
+def forecaster(request):
+    if not request.tool_results:
+        cities = ["Oslo", "Rome"]
+        return reply("Let me check.", [call("get_weather", city=c) for c in cities])
+    return reply("; ".join(r.content for r in request.tool_results))
+
+
+agent = Agent(ScriptedModel(forecaster), tools=[get_weather])
+steps = Steps(agent, "Weather in Oslo and Rome?")
+while True:
+    request = steps.next_request()
+    answer = await steps.send(request)
+    if not answer.requires_tool_execution:
+        break
+    print("model asks for:", [f"{c.name}({c.arguments['city']})" for c in answer.calls])
+    results = await steps.execute(answer)
+    steps.append_round(answer, results)
+result = steps.finish(answer)
+print(result.stop_reason, "|", result.output)
+''',
+        CHECK,
+    ),
 ]
 
 

@@ -13,7 +13,8 @@ from ..images import placeholders
 from ..messages import Message, ToolCall, ToolResult, Usage, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .chat import chat_messages
-from .http import HttpProvider, NDJSONDecoder
+from .http import Decoder, HttpProvider, NDJSONDecoder
+from .text_calls import wrap_decoder
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -123,9 +124,9 @@ class OllamaProvider(HttpProvider):
                     body[key] = value
         return body
 
-    def decoder(self, request: ModelRequest) -> OllamaDecoder:
-        """A decoder for the reply to ``request``."""
-        return OllamaDecoder(stream=request.stream)
+    def decoder(self, request: ModelRequest) -> Decoder:
+        """A decoder for the reply to ``request`` (text-format calls recognised)."""
+        return wrap_decoder(OllamaDecoder(stream=request.stream), request, "ollama_thinking")
 
 
 class OllamaDecoder(NDJSONDecoder):

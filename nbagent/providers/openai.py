@@ -17,7 +17,8 @@ from ..images import placeholders
 from ..messages import Message, ToolCall, ToolResult, ToolRound, Usage, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .chat import chat_messages
-from .http import HttpProvider, SSEDecoder
+from .http import Decoder, HttpProvider, SSEDecoder
+from .text_calls import wrap_decoder
 
 
 def _is_openai(base_url: str) -> bool:
@@ -93,9 +94,9 @@ class OpenAIProvider(HttpProvider):
         body.update(request.extra)
         return body
 
-    def decoder(self, request: ModelRequest) -> OpenAIDecoder:
-        """A decoder for the reply to ``request``."""
-        return OpenAIDecoder(stream=request.stream)
+    def decoder(self, request: ModelRequest) -> Decoder:
+        """A decoder for the reply to ``request`` (text-format calls recognised)."""
+        return wrap_decoder(OpenAIDecoder(stream=request.stream), request)
 
 
 class OpenAIDecoder(SSEDecoder):

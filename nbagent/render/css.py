@@ -21,6 +21,8 @@ CSS = """
  line-height:1.45;max-width:100%}
 .nbagent-out .nba-status{color:var(--jp-ui-font-color2,#888);font-style:italic;margin:2px 0 6px}
 .nbagent-out .nba-stream{white-space:pre-wrap;margin:4px 0}
+.nbagent-out .nba-progress{color:var(--jp-ui-font-color2,#888);margin:2px 0 6px;padding-left:18px}
+.nbagent-out details.nba-thinking>summary{cursor:pointer;color:var(--jp-ui-font-color2,#888)}
 .nbagent-out details.nba-round{border:1px solid var(--jp-border-color2,rgba(127,127,127,.35));
  border-radius:4px;margin:4px 0;background:var(--jp-layout-color1,transparent)}
 .nbagent-out details.nba-round>summary{cursor:pointer;padding:3px 8px;

@@ -7,7 +7,7 @@ with a collapsible traceback, and the approval decision when there was one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..messages import ToolCall, ToolResult, ToolRound
 from .arguments import arguments_text
@@ -20,7 +20,13 @@ from .values import render_value_html
 if TYPE_CHECKING:
     from ..results import RunResult
 
-__all__ = ["render_result_body_html", "render_result_html", "render_round_html"]
+__all__ = [
+    "progress_html",
+    "render_result_body_html",
+    "render_result_html",
+    "render_round_html",
+    "thinking_html",
+]
 
 
 def render_result_body_html(result: ToolResult, *, max_rows: int = 10) -> str:
@@ -41,6 +47,25 @@ def render_result_body_html(result: ToolResult, *, max_rows: int = 10) -> str:
             )
         parts.append("</div>")
     return "".join(parts)
+
+
+def thinking_html(provider_data: dict[str, Any] | None) -> str:
+    """A turn's thinking (a ``<think>`` block moved out of the answer), collapsed."""
+    thinking = (provider_data or {}).get("thinking")
+    if not isinstance(thinking, str) or not thinking:
+        return ""
+    return (
+        '<details class="nba-thinking"><summary>Thinking</summary>'
+        f"<pre>{escape(thinking)}</pre></details>"
+    )
+
+
+def progress_html(lines: list[str]) -> str:
+    """The progress lines of a running call (newest last)."""
+    if not lines:
+        return ""
+    items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+    return f'<ul class="nba-progress">{items}</ul>'
 
 
 def _approval_badge(result: ToolResult | None) -> str:
@@ -98,6 +123,7 @@ def render_round_html(
     if tool_round.assistant_text:
         text_html = render_markdown(tool_round.assistant_text)
         parts.append(f'<div class="nba-pre-text">{text_html}</div>')
+    parts.append(thinking_html(tool_round.provider_data))
     for call in tool_round.calls:
         result = by_id.get(call.id)
         key = f"{index}:{call.id}"  # some APIs reuse call ids across rounds
@@ -118,6 +144,8 @@ def render_result_html(
     parts = [
         render_round_html(r, i, max_rows=max_rows, cache=cache) for i, r in enumerate(result.rounds)
     ]
+    if result.message is not None:
+        parts.append(thinking_html(result.message.provider_data))
     typed = typed_text(result)
     if typed is None:
         parts.append(f'<div class="nba-answer">{render_markdown(result.text)}</div>')

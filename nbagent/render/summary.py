@@ -83,6 +83,7 @@ def footer_text(result: RunResult) -> str:
         parts.append(note)
     if result.stop_reason and result.stop_reason != "complete":
         parts.append(f"stopped: {stop_reason_words(result.stop_reason)}")
+    parts += result.notes
     return " · ".join(parts)
 
 

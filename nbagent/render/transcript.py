@@ -19,6 +19,7 @@ from ..events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 from ..markdown_text import inline_text
 from ..messages import ToolCall, ToolResult, ToolRound
@@ -27,13 +28,16 @@ from .bundle import mime_bundle
 from .css import wrap
 from .escaping import escape
 from .markdown import render_result_markdown, round_markdown_lines
-from .panels import render_result_html, render_round_html
+from .panels import progress_html, render_result_html, render_round_html
 from .text import render_result_text, round_text_lines, terminal_safe
 
 if TYPE_CHECKING:
     from ..results import RunResult
 
-__all__ = ["Transcript"]
+__all__ = ["PROGRESS_LINES", "Transcript"]
+
+PROGRESS_LINES = 3
+"""Progress lines shown per running call (the newest)."""
 
 
 class Transcript:
@@ -61,6 +65,8 @@ class Transcript:
         self._round_html: list[str] = []
         self._calls_html: dict[str, str] = {}
         """Rendered finished calls by call id (each rendered once, reused by every redraw)."""
+        self.progress: dict[str, list[str]] = {}
+        """The latest progress lines of the running calls, by call id."""
 
     # -- input ---------------------------------------------------------------------
 
@@ -77,6 +83,14 @@ class Transcript:
             self.calls.append(event.call)
         elif isinstance(event, ToolCallFinished):
             self.results[event.result.call_id] = event.result
+            self.progress.pop(event.result.call_id, None)
+        elif isinstance(event, ToolProgress):
+            line = event.text
+            if event.fraction is not None:
+                line += f" ({event.fraction:.0%})"
+            lines = self.progress.setdefault(event.call_id, [])
+            lines.append(line)
+            del lines[:-PROGRESS_LINES]
         elif isinstance(event, RoundFinished):
             self.rounds.append(event.round)
             self._round_html.append(
@@ -141,6 +155,10 @@ class Transcript:
                     cache=self._calls_html,
                 )
             )
+            for call in self.calls:
+                lines = self.progress.get(call.id)
+                if lines:
+                    parts.append(progress_html([f"{call.name}: {line}" for line in lines]))
         elif self.text_parts:
             parts.append(f'<div class="nba-stream">{escape(self.text)}</div>')
         return wrap("".join(parts))
@@ -169,6 +187,8 @@ class Transcript:
         pending = self._pending_round()
         if pending is not None:
             lines += round_text_lines(pending, len(self.rounds))
+            for call in self.calls:
+                lines += [f"  {call.name}: {line}" for line in self.progress.get(call.id, ())]
         elif self.text_parts:
             lines.append(self.text)
         return terminal_safe("\n".join(lines))

@@ -4,6 +4,8 @@
 - :mod:`.schema`: JSON schemas from signatures and docstrings; argument validation
 - :mod:`.approval`: approvers and the ``NBAGENT_APPROVAL`` policy
 - :mod:`.execution`: running one round's calls under timeouts and the output budget
+- :mod:`.middleware`: ``tool_middleware`` wrappers, :func:`cache`, :func:`rate_limit`
+- :mod:`.progress` / :mod:`.retry`: progress lines from tools; retries with backoff
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from .execution import (
     PER_ROUND_CHARS,
     execute_round,
 )
+from .middleware import Middleware, cache, rate_limit, wrap_call
+from .progress import progress
 from .tool import REGISTRY, Tool, ToolRegistry, as_tools, tool
 
 __all__ = [
@@ -26,10 +30,15 @@ __all__ = [
     "REGISTRY",
     "Approver",
     "Decision",
+    "Middleware",
     "Tool",
     "ToolRegistry",
     "as_tools",
+    "cache",
     "execute_round",
     "policy_approver",
+    "progress",
+    "rate_limit",
     "tool",
+    "wrap_call",
 ]

@@ -60,6 +60,7 @@ async def execute_round(
     per_call_chars: int = PER_CALL_CHARS,
     per_round_chars: int = PER_ROUND_CHARS,
     on_result: Callable[[ToolResult], None] | None = None,
+    wrap: Callable[[Tool, ToolCall], Tool] | None = None,
 ) -> list[ToolResult]:
     """Run one round's calls and return one result per call, in call order.
 
@@ -73,6 +74,8 @@ async def execute_round(
     not depend on which call happened to finish first (replays stay exact). The
     text is made off the loop, within :data:`FORMAT_SECONDS`.
     ``on_result`` sees each result as soon as it and all calls before it are done.
+    ``wrap(tool, call)`` may replace a call's tool (middleware, retries, progress:
+    see ``middleware.wrap_call``).
     """
     outcomes: list[_Outcome | None] = [None] * len(calls)
     running: dict[int, _Outcome] = {}
@@ -108,6 +111,8 @@ async def execute_round(
         outcome = _Outcome()
         running[index] = outcome
         t = tools.get(call.name)
+        if t is not None and wrap is not None:
+            t = wrap(t, call)
         if t is None:
             available = ", ".join(sorted(tools)) or "(none)"
             outcome.error = f"Unknown tool {call.name!r}. Available tools: {available}."

@@ -11,6 +11,7 @@ import ast
 import functools
 import inspect
 import json
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any, get_type_hints
 
 import pydantic
 import pydantic_core
+
+logger = logging.getLogger("nbagent")
 
 
 class ArgumentError(ValueError):
@@ -172,22 +175,66 @@ def parse_raw_arguments(raw: str) -> dict[str, Any]:
 
 
 def _repair_json(text: str, first_error: json.JSONDecodeError) -> Any:
-    """One repair attempt: strip code fences, drop trailing commas, accept single quotes."""
+    """One repair attempt: strip code fences, drop trailing commas, accept single quotes.
+
+    What was repaired is logged at info level (``NBAGENT_LOG=info`` shows it).
+    """
+    original = text
+    repairs = []
     fenced = re.match(r"^```[\w-]*\s*(.*?)\s*```$", text, re.S)
     if fenced:
         text = fenced.group(1)
+        repairs.append("code fence removed")
+    unfenced = text
     text = re.sub(r",\s*([}\]])", r"\1", text)
+    if text != unfenced:
+        repairs.append("trailing comma removed")
     try:
-        return json.loads(text)
+        return _repaired(json.loads(text), repairs, original)
     except json.JSONDecodeError:
         pass
     try:  # single quotes and Python literals (True/False/None), without eval
-        return ast.literal_eval(text)
+        return _repaired(ast.literal_eval(text), [*repairs, "Python literal read"], original)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    try:  # single quotes mixed with JSON literals: {'a': true}
+        return _repaired(json.loads(_requote(text)), [*repairs, "single quotes"], original)
+    except json.JSONDecodeError:
         raise ArgumentError(
             f"the arguments are not valid JSON ({first_error.msg} at position "
             f"{first_error.pos}): {text[:200]}"
         ) from None
+
+
+def _repaired(value: Any, repairs: list[str], original: str) -> Any:
+    logger.info("tool arguments repaired (%s): %s", ", ".join(repairs), original[:200])
+    return value
+
+
+def _requote(text: str) -> str:
+    """Single-quoted strings as double-quoted JSON strings (escapes kept, ``"`` escaped)."""
+    out: list[str] = []
+    quote: str | None = None
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote is None:
+            if char in "'\"":
+                quote = char
+                char = '"'
+        elif char == "\\" and index + 1 < len(text):
+            following = text[index + 1]
+            out.append("'" if following == "'" else char + following)
+            index += 2
+            continue
+        elif char == quote:
+            quote = None
+            char = '"'
+        elif char == '"':
+            char = '\\"'
+        out.append(char)
+        index += 1
+    return "".join(out)
 
 
 def validate_arguments(
@@ -242,6 +289,9 @@ def _repair_values(
                 changed = True
             except (ValueError, SyntaxError, MemoryError, RecursionError):
                 continue
+    if changed:
+        fixed = sorted(k for k in repaired if repaired[k] is not arguments.get(k))
+        logger.info("tool arguments repaired (JSON text in %s decoded)", ", ".join(fixed))
     return repaired if changed else None
 
 

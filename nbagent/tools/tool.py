@@ -28,6 +28,9 @@ class Tool:
         requires_approval: bool = False,
         max_output_chars: int | None = None,
         sequential: bool = False,
+        retries: int = 0,
+        retry_on: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError),
+        retry_backoff: float = 0.5,
     ) -> None:
         # Imported here, not at module level: pydantic is heavy and ``import nbagent`` stays light.
         from .schema import function_schema
@@ -44,7 +47,11 @@ class Tool:
         self.requires_approval = requires_approval
         self.max_output_chars = max_output_chars
         self.sequential = sequential
+        self.retries = max(0, retries)
+        self.retry_on = tuple(retry_on)
+        self.retry_backoff = retry_backoff
         self.is_async = _is_async(fn)
+        self.is_async_generator = _is_async_generator(fn)
         if not isinstance(fn, functools.partial):
             functools.update_wrapper(self, fn)
 
@@ -69,6 +76,14 @@ class Tool:
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
+    def with_function(self, fn: Callable[..., Any], *, is_async: bool) -> Tool:
+        """This tool (name, schema, options) calling ``fn`` instead (for per-call wrappers)."""
+        other = object.__new__(Tool)
+        other.__dict__.update(self.__dict__)
+        other.fn = fn
+        other.is_async = is_async
+        return other
+
     def validate(self, call: ToolCall) -> dict[str, Any]:
         """Checked keyword arguments for ``call``; raises ArgumentError saying what is wrong."""
         from .schema import validate_arguments
@@ -87,6 +102,13 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     from .schema import unwrap
 
     return inspect.iscoroutinefunction(unwrap(fn))
+
+
+def _is_async_generator(fn: Callable[..., Any]) -> bool:
+    """True for ``async def`` functions that ``yield`` (progress lines, see ``middleware``)."""
+    from .schema import unwrap
+
+    return inspect.isasyncgenfunction(unwrap(fn))
 
 
 class ToolRegistry(Mapping[str, Tool]):
@@ -133,6 +155,9 @@ def tool(
     max_output_chars: int | None = None,
     sequential: bool = False,
     register: bool = True,
+    retries: int = 0,
+    retry_on: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError),
+    retry_backoff: float = 0.5,
 ) -> Any:
     """Turn a function into a :class:`Tool` and add it to the kernel-wide registry.
 
@@ -147,6 +172,11 @@ def tool(
         max_output_chars: per-call limit of the text the model sees.
         sequential: never run two calls of sequential tools at the same time.
         register: add the tool to the kernel-wide registry (``REGISTRY``).
+        retries: attempts after the first when it raises one of ``retry_on`` (default
+            none), after an exponential backoff with jitter starting at
+            ``retry_backoff`` seconds; each retry is a progress line of the call.
+        retry_on: the exceptions worth a retry (default ConnectionError, TimeoutError).
+        retry_backoff: the first wait between attempts, in seconds.
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -158,6 +188,9 @@ def tool(
             requires_approval=requires_approval,
             max_output_chars=max_output_chars,
             sequential=sequential,
+            retries=retries,
+            retry_on=retry_on,
+            retry_backoff=retry_backoff,
         )
         # Methods are registered only once bound (``obj.method``): unbound they lack ``self``.
         if register and not _looks_like_method(f):

@@ -29,7 +29,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (3, ("nbagent.kernel",)),
     (4, ("nbagent.providers", "nbagent.testing", "nbagent.mcp",
          "nbagent.output")),
-    (5, ("nbagent.loop",)),
+    (5, ("nbagent.loop", "nbagent.budget", "nbagent.status", "nbagent.steps")),
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render", "nbagent.tracing")),
     (7, ("nbagent.agent",)),
     (8, ("nbagent.magic", "nbagent.widget", "nbagent.live", "nbagent.terminal",

@@ -265,11 +265,11 @@ def test_real_terminal_ipython_in_a_pty(tmp_path: Any) -> None:
         child.send("%%agent\rweather in Oslo?")
         child.send("\x1b\r")  # Esc, Enter: run the cell
         # While the tool sleeps, the text and status before it are already on screen.
-        child.expect("Using Get Weather…")
+        child.expect(r"Using Get Weather \(Oslo\)…")
         before_tool = child.before
         child.expect("▸ Round 1 · get_weather · ok · ")
         child.expect(r"In \[\d+\]:")
-        cell = before_tool + "Using Get Weather…" + child.before
+        cell = before_tool + "Using Get Weather (Oslo)…" + child.before
         plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", cell)  # prompt_toolkit's own codes
         order = positions(plain, "Analyzing request…", "Let me check.", "It is ", "— scripted")
         assert order == sorted(order)

@@ -450,3 +450,13 @@ class RecordedTools:
         namespace: dict[str, Any] = {"_lookup": self.lookup}
         exec(source, namespace)  # noqa: S102 - test helper building a typed function
         return Tool(namespace[name], name=name, description=description or "")
+
+
+def split_think(text: str) -> tuple[str, str]:
+    """(thinking, answer) of a recorded reply that starts with a ``<think>`` block."""
+    import re
+
+    found = re.match(r"\s*<think>(.*?)</think>\s*", text, re.S)
+    if found is None:
+        return "", text
+    return found.group(1).strip(), text[found.end() :]

@@ -31,6 +31,7 @@ import httpx
 
 from ...errors import ConfigError, ProviderError
 from ..base import ModelRequest, ProviderEvent
+from ..raw_log import tee
 from .decoding import Decoder
 from .session import HttpSession
 
@@ -165,7 +166,7 @@ class HttpProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         """Events for one request: the body POSTed, the response fed to the decoder."""
         body = self.build_body(request)
-        decoder = self.decoder(request)
+        decoder = tee(self.decoder(request), self.name, self.session.errors.redact)
         path = self.request_path(request)
         try:
             if request.stream:

