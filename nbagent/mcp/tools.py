@@ -122,6 +122,10 @@ class MCPTool(Tool):
         self.max_output_chars = None
         self.sequential = False
         self.is_async = True
+        self.is_async_generator = False
+        self.retries = 0  # a failed MCP call is reported, not repeated (it may have side effects)
+        self.retry_on = ()
+        self.retry_backoff = 0.5
         self._call = call
         self.__name__ = name
         self.__doc__ = description

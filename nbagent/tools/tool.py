@@ -78,7 +78,7 @@ class Tool:
 
     def with_function(self, fn: Callable[..., Any], *, is_async: bool) -> Tool:
         """This tool (name, schema, options) calling ``fn`` instead (for per-call wrappers)."""
-        other = object.__new__(Tool)
+        other = object.__new__(type(self))  # a subclass (MCPTool) keeps its methods
         other.__dict__.update(self.__dict__)
         other.fn = fn
         other.is_async = is_async
