@@ -387,9 +387,10 @@ class Run:
             if self._output_retry is not None:
                 self.message.content = ""  # the rejected answer was only lent to the request
         calls, usage, provider_data = reply.calls, reply.usage, reply.provider_data
-        from .cost import price  # dollars from genai-prices (imported on first use)
+        if usage.total_tokens:  # the provider reported usage: dollars from genai-prices
+            from .cost import price
 
-        usage.cost = price(self.provider.name, self.provider.model, usage)
+            usage.cost = price(self.provider.name, self.provider.model, usage)
         self._planner.learn(request, usage)
         self.usage = self.usage + usage
         self.message.usage = self.usage
