@@ -50,9 +50,19 @@ def render_result_body_html(result: ToolResult, *, max_rows: int = 10) -> str:
 
 
 def thinking_html(provider_data: dict[str, Any] | None) -> str:
-    """A turn's thinking (a ``<think>`` block moved out of the answer), collapsed."""
-    thinking = (provider_data or {}).get("thinking")
-    if not isinstance(thinking, str) or not thinking:
+    """A turn's thinking, collapsed.
+
+    A ``<think>`` block moved out of the answer, or the reasoning an API returned with
+    its calls (Ollama, OpenAI-compatible, Anthropic).
+    """
+    data = provider_data or {}
+    thinking = data.get("thinking") or data.get("ollama_thinking")
+    if not thinking and isinstance(data.get("openai_reasoning"), dict):
+        thinking = "\n".join(str(v) for v in data["openai_reasoning"].values())
+    if not thinking and isinstance(data.get("anthropic_thinking"), list):
+        blocks = data["anthropic_thinking"]
+        thinking = "\n".join(str(b.get("thinking", "")) for b in blocks if isinstance(b, dict))
+    if not isinstance(thinking, str) or not thinking.strip():
         return ""
     return (
         '<details class="nba-thinking"><summary>Thinking</summary>'

@@ -188,7 +188,7 @@ async def test_known_models_show_context_fullness_in_the_footer(wire_server: Wir
 @pytest.mark.parametrize(
     "message",
     [
-        "registry.ollama.ai/library/gemma:2b does not support tools",  # Ollama's /v1
+        "gemma:2b does not support tools",  # Ollama's /v1 (its message names the model)
         '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
     ],
 )

@@ -213,3 +213,13 @@ def test_non_streamed_reply_of_every_style() -> None:
         decoder.feed(json.dumps(OpenAI.completion(text)).encode())
         _, calls, _ = _summary(decoder.close())
         assert calls == [("get_weather", {"city": "Oslo"})], text
+
+
+def test_native_reasoning_shows_in_the_thinking_panel_too() -> None:
+    from nbagent.render.panels import thinking_html
+
+    assert "pondering" in thinking_html({"ollama_thinking": "pondering"})
+    assert "pondering" in thinking_html({"openai_reasoning": {"reasoning_content": "pondering"}})
+    blocks = [{"type": "thinking", "thinking": "pondering", "signature": "sig"}]
+    assert "pondering" in thinking_html({"anthropic_thinking": blocks})
+    assert thinking_html(None) == thinking_html({"thinking": "  "}) == ""
