@@ -85,8 +85,10 @@ async def execute_round(
     publishing = asyncio.Lock()
 
     def limit_for(call: ToolCall) -> int:
+        """The most this call's text may get (the round's budget may cut it further)."""
         t = tools.get(call.name)
-        return (t.max_output_chars if t and t.max_output_chars else None) or per_call_chars
+        limit = (t.max_output_chars if t and t.max_output_chars else None) or per_call_chars
+        return max(limit, MIN_CALL_CHARS)
 
     async def publish_ready() -> None:
         nonlocal budget
