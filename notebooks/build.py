@@ -316,7 +316,8 @@ print("the DataFrame is intact:", result.tool_results[0].shape)
         CHECK,
     ),
     md("""
-A token budget stops a run between rounds once the total would pass it:
+A token budget is checked before every request: when another round would pass it, one
+last request (without tools) asks for the answer from what was gathered:
 """),
     code(
         """
@@ -324,7 +325,7 @@ def greedy(request):
     return reply(calls=[call("all_sales")])  # never stops asking on its own
 
 
-result = Agent(ScriptedModel(greedy), tools=[all_sales], max_total_tokens=50).run_sync("Go.")
+result = Agent(ScriptedModel(greedy), tools=[all_sales], max_total_tokens=500).run_sync("Go.")
 print(result.stop_reason, "after", len(result.rounds), "rounds")
 """,
         ["nbval-ignore-output"],

@@ -178,7 +178,7 @@ async def test_a_request_that_cannot_fit_is_never_sent(wire_server: WireServer) 
 
 async def test_known_models_show_context_fullness_in_the_footer(wire_server: WireServer) -> None:
     wire_server.add(OpenAI.text_stream("Hello."))
-    agent = http_agent("openai:gpt-4o-mini", wire_server)
+    agent = http_agent("openai:gpt-4o-mini", wire_server, tools=[])
     result = await agent.run("Hi")
     (note,) = result.notes
     assert note.startswith("context ") and note.endswith("/128,000 tokens (0%)")
