@@ -214,7 +214,9 @@ class Run:
         settings = self.settings
         consecutive_errors = 0
         round_index = 0
-        self._emit(Status("Analyzing request…"))
+        # A provider may say what the first request waits for (the embedded model's load).
+        note = getattr(self.provider, "status_note", None)
+        self._emit(Status((note() if callable(note) else None) or "Analyzing request…"))
         while True:
             if self._over_token_budget():
                 self._stop_reason = "token_budget"
