@@ -274,7 +274,9 @@ class Run:
         tool_only = 0  # consecutive rounds with calls and no text
         round_index = 0
         forced: str | None = None  # why the next request is the forced final one
-        self._emit(Status("Analyzing request…"))
+        # A provider may say what the first request waits for (the embedded model's load).
+        note = getattr(self.provider, "status_note", None)
+        self._emit(Status((note() if callable(note) else None) or "Analyzing request…"))
         while True:
             if forced is None and round_index >= settings.max_rounds:
                 forced = "max_rounds"

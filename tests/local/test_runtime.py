@@ -91,21 +91,33 @@ def test_no_tcp_listener_and_the_private_socket_refuses_requests_without_the_key
         assert wrong.headers.get("access-control-allow-origin", "") == ""  # no origin allowed
 
 
+FIRST_LOAD = """
+import asyncio
+from nbagent import Agent
+from nbagent.events import Status
+from nbagent.providers.local.runtime import _MODELS
+
+async def first_status(question):
+    return [e.text async for e in Agent("local").stream(question) if isinstance(e, Status)][0]
+
+for question in ("Say hi.", "Say bye."):
+    print("STATUS", asyncio.run(first_status(question)))
+print("MODELS", len(_MODELS))
+"""
+
+
 @pytest.mark.local_model
-def test_first_load_reports_progress_and_one_model_is_shared(tmp_path):
-    code = (
-        LOCAL_ROUND
-        + "\nagain = Agent('local', tools=[get_weather]).run_sync('Weather in Rome?')\n"
-        + "from nbagent.providers.local.runtime import _MODELS\nprint('MODELS', len(_MODELS))\n"
-    )
+def test_first_load_shows_in_the_status_line_and_one_model_is_shared(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
+        [sys.executable, "-c", FIRST_LOAD], capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.getcwd()},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert out.stderr.count("[nbagent] Loading the embedded model") == 1
-    assert "[nbagent] Embedded model loaded in" in out.stderr
-    assert "CALLS ['get_weather']" in out.stdout
+    statuses = [line for line in out.stdout.splitlines() if line.startswith("STATUS")]
+    assert statuses == [
+        "STATUS Loading the embedded model (first use in this process)…",
+        "STATUS Analyzing request…",
+    ]
     assert "MODELS 1" in out.stdout
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -108,6 +107,12 @@ class LocalProvider:
     def __repr__(self) -> str:
         return f"LocalProvider(model={self.model or 'smollm2-135m'!r}, n_ctx={self.n_ctx})"
 
+    def status_note(self) -> str | None:
+        """The status line before a request: the first load, which takes a few seconds."""
+        if is_loaded(self.path or smollm2_path(), self.n_ctx, self.n_threads):
+            return None
+        return "Loading the embedded model (first use in this process)…"
+
     def load(self, progress: Callable[[str], None] | None = None) -> LoadedModel:
         """Load the model now (blocking); later requests reuse it."""
         return load_model(self.path or smollm2_path(), self.n_ctx, self.n_threads, progress)
@@ -117,11 +122,7 @@ class LocalProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         """Events for one request, generated in a worker thread (see the package docstring)."""
-        path = self.path or smollm2_path()
-        if is_loaded(path, self.n_ctx, self.n_threads):
-            loaded = self.load()
-        else:  # the first load in this process: say so in the cell (stderr shows there)
-            loaded = await asyncio.to_thread(self.load, _progress)
+        loaded = await asyncio.to_thread(self.load)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
@@ -309,10 +310,6 @@ def int_env(env: Mapping[str, str], key: str) -> int | None:
         return int(value)
     except ValueError:
         raise ConfigError(f"{key} must be an integer, not {value!r}") from None
-
-
-def _progress(message: str) -> None:
-    print(f"[nbagent] {message}", file=sys.stderr, flush=True)
 
 
 def copy_bias(request: ModelRequest) -> list[list[Any]]:

@@ -174,6 +174,9 @@ def load_model(
         # Sleep instead of spinning between tokens: spinning threads thrash a busy machine.
         params.cpuparams.poll = 0
         params.cpuparams_batch.poll = 0
+        # Each prompt kind keeps its own slot (and so its cached prefix); the server's
+        # host-memory prompt cache (8 GiB by default) only grows the process.
+        params.cache_ram_mib = 64
         params.verbosity = -1
         params.warmup = False
         params.ui = False
