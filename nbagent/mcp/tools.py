@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ConfigError, NbAgentError
+from ..images import MAX_PIXELS
 from ..messages import ToolCall
 from ..tools import Tool
 
@@ -21,14 +23,44 @@ class MCPError(NbAgentError):
 
 
 class MCPText(str):
-    """A tool's text as the model sees it, carrying what text cannot show.
+    """A tool's text parts as the model sees them, carrying what text cannot show.
 
-    ``images`` holds ``(mime type, bytes)`` of every image the tool returned (the
-    text has a placeholder for each); ``structured`` the tool's structured content.
+    ``images`` holds ``(mime type, bytes)`` of every image the tool returned (image
+    content and embedded image resources); they reach the model as images through
+    :attr:`model_images` (downscaled and charged to the round's budget by
+    ``tools.images.with_images``). ``structured`` is the tool's structured content.
     """
 
     images: list[tuple[str, bytes]]
     structured: Any
+
+    @property
+    def model_images(self) -> list[Any]:
+        """The images for the model, in the order the tool returned them.
+
+        PNG/JPEG bytes as they are, other formats (GIF, WebP...) opened with Pillow
+        when it is installed; bytes that are neither stay bytes, so the result says
+        why they were not sent.
+        """
+        return [_openable(mime, data) for mime, data in self.images]
+
+
+def _openable(mime: str, data: bytes) -> Any:
+    if data[:4].startswith((b"\x89PNG", b"\xff\xd8\xff")):
+        return data
+    try:
+        from PIL import Image as PILImage
+    except ImportError:
+        return data
+    try:
+        with PILImage.open(io.BytesIO(data)) as opened:
+            if opened.size[0] * opened.size[1] > MAX_PIXELS:
+                return data  # refused by to_image's own check, with its message
+            opened.load()
+            return opened.convert("RGBA" if "A" in opened.mode or "transparency" in opened.info
+                                  else "RGB")  # fmt: skip
+    except Exception:  # noqa: BLE001 - not an image Pillow reads: to_image names the problem
+        return data
 
 
 def wire_name(name: str, prefix: str | None) -> str:
@@ -157,7 +189,11 @@ class MCPTool(Tool):
 
 
 def to_value(result: Any) -> Any:
-    """A ``CallToolResult`` as the tool's value; ``isError`` raises MCPError with its text."""
+    """A ``CallToolResult`` as the tool's value; ``isError`` raises MCPError with its text.
+
+    Text parts become the value's text; images (image content, and embedded resources
+    whose MIME type is an image) are kept on it for the model (see :class:`MCPText`).
+    """
     texts: list[str] = []
     images: list[tuple[str, bytes]] = []
     for block in result.content or []:
@@ -168,16 +204,21 @@ def to_value(result: Any) -> Any:
             data = base64.b64decode(block.data)
             if kind == "image":
                 images.append((block.mime_type, data))
-            texts.append(f"[{kind} {block.mime_type}, {len(data):,} bytes, shown to the user]")
+            else:
+                texts.append(f"[audio {block.mime_type}, {len(data):,} bytes: not sent]")
         elif kind == "resource":
             resource = block.resource
             text = getattr(resource, "text", None)
             if text is not None:
                 texts.append(f"[resource {resource.uri}]\n{text}")
             else:
-                size = len(base64.b64decode(getattr(resource, "blob", "") or ""))
+                blob = base64.b64decode(getattr(resource, "blob", "") or "")
                 mime = getattr(resource, "mime_type", None) or "binary"
-                texts.append(f"[resource {resource.uri}: {mime}, {size:,} bytes]")
+                if mime.startswith("image/"):
+                    images.append((mime, blob))
+                    texts.append(f"[resource {resource.uri}: {mime}]")
+                else:
+                    texts.append(f"[resource {resource.uri}: {mime}, {len(blob):,} bytes]")
         elif kind == "resource_link":
             texts.append(f"[resource link {block.uri}: {block.name}]")
     text = "\n".join(texts)
