@@ -90,9 +90,10 @@ def check_schema(server: str, name: str, schema: Any) -> dict[str, Any]:
         raise ConfigError(
             f"MCP tool {name!r} of server {server!r}: schema is not JSON ({exc})"
         ) from None
-    if not isinstance(schema.get("properties", {}), dict):
+    problem = _malformed(schema, "")
+    if problem:
         raise ConfigError(
-            f"MCP tool {name!r} of server {server!r}: 'properties' of its schema is not an object"
+            f"MCP tool {name!r} of server {server!r}: {problem} (providers refuse such a schema)"
         )
     for ref in _refs(schema):
         if not _resolves(schema, ref):
@@ -104,6 +105,60 @@ def check_schema(server: str, name: str, schema: Any) -> dict[str, Any]:
     parameters["type"] = "object"
     parameters.setdefault("properties", {})
     return parameters
+
+
+_TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
+_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_ONE = ("items", "additionalProperties", "not", "if", "then", "else")
+
+
+def _malformed(node: Any, at: str) -> str | None:
+    """What makes ``node`` no JSON schema a provider accepts (None: nothing found).
+
+    Checks the places subschemas sit (property schemas, items, anyOf...), ``type``
+    names and ``required``; ``at`` is the path shown in the message.
+    """
+    where = f"'{at}'" if at else "the schema"
+    if isinstance(node, bool) and at:
+        return None  # true/false subschemas are JSON Schema
+    if not isinstance(node, dict):
+        return f"{where} is {json.dumps(node)[:40]}, not a schema object"
+    kinds = node.get("type")
+    for kind in kinds if isinstance(kinds, list) else [kinds] if kinds is not None else []:
+        if kind not in _TYPES:
+            return f"{where} has type {json.dumps(kind)[:40]}, which is no JSON schema type"
+    required = node.get("required")
+    if required is not None and not (
+        isinstance(required, list) and all(isinstance(r, str) for r in required)
+    ):
+        return f"'required' of {where} is not a list of names"
+    for key in _MAPS:
+        children = node.get(key)
+        if children is None:
+            continue
+        if not isinstance(children, dict):
+            return f"'{key}' of {where} is not an object"
+        for child_name, child in children.items():
+            found = _malformed(child, f"{at}.{key}.{child_name}".lstrip("."))
+            if found:
+                return found
+    for key in _LISTS:
+        children = node.get(key)
+        if children is None:
+            continue
+        if not isinstance(children, list):
+            return f"'{key}' of {where} is not a list"
+        for index, child in enumerate(children):
+            found = _malformed(child, f"{at}.{key}[{index}]".lstrip("."))
+            if found:
+                return found
+    for key in _ONE:
+        if key in node:
+            found = _malformed(node[key], f"{at}.{key}".lstrip("."))
+            if found:
+                return found
+    return None
 
 
 def _refs(node: Any) -> list[str]:

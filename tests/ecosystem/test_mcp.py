@@ -339,36 +339,73 @@ def test_prefix_allow_list_and_approval_options():
         demo(allow=["nope"]).nbagent_tools()
 
 
-def test_a_schema_no_provider_accepts_is_refused_naming_the_tool(tmp_path):
+BAD_SCHEMA_SERVER = """
+import json, sys
+import anyio
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp import types
+
+SCHEMA = json.loads(sys.argv[1])
+
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[
+        types.Tool(name="fine", description="ok", input_schema={"type": "object"}),
+        types.Tool(name="listy", description="x", input_schema=SCHEMA),
+    ])
+
+server = Server("bad", on_list_tools=list_tools)
+
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+anyio.run(main)
+"""
+
+BAD_SCHEMAS = [
+    (
+        {"type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}},
+        r"refers to '#/\$defs/Missing', which it does not define",
+    ),
+    (
+        {"type": "object", "properties": {"x": {"$ref": "https://example.invalid/s.json"}}},
+        r"refers to 'https://example.invalid/s.json', which it does not define",
+    ),
+    (
+        {"type": "object", "properties": {"x": {"type": "array", "items": {"type": "int"}}}},
+        "'properties.x.items' has type \"int\", which is no JSON schema type",
+    ),
+    (
+        {"type": "object", "properties": {"x": {"type": "object", "properties": {"y": 5}}}},
+        r"'properties.x.properties.y' is 5, not a schema object \(providers refuse such",
+    ),
+    (
+        {"type": "object", "properties": {"x": {"anyOf": [{"type": "null"}], "required": "y"}}},
+        "'required' of 'properties.x' is not a list of names",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "reason"), BAD_SCHEMAS, ids=["ref", "remote", "type", "nested", "required"]
+)
+def test_a_schema_no_provider_accepts_is_refused_before_any_request(tmp_path, schema, reason):
     script = tmp_path / "bad_schema.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import anyio
-            from mcp.server.lowlevel import Server
-            from mcp.server.stdio import stdio_server
-            from mcp import types
-
-            async def list_tools(ctx, params):
-                return types.ListToolsResult(tools=[types.Tool(
-                    name="listy", description="x", input_schema={
-                    "type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}})])
-
-            server = Server("bad", on_list_tools=list_tools)
-
-            async def main():
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
-
-            anyio.run(main)
-            """
-        )
-    )
-    server = MCPServer.stdio(sys.executable, [str(script)], name="bad")
+    script.write_text(BAD_SCHEMA_SERVER)
+    server = MCPServer.stdio(sys.executable, [str(script), json.dumps(schema)], name="bad")
+    wire = WireServer()
     try:
-        with pytest.raises(ConfigError, match=r"'listy' of server 'bad'.*'#/\$defs/Missing'"):
-            scripted_agent(["hi"], tools=[server], store=None)
+        # Given to the agent: refused when the agent is made, naming the tool and the reason.
+        with pytest.raises(ConfigError, match=rf"MCP tool 'listy' of server 'bad'.*{reason}"):
+            http_agent("openai:gpt-test", wire, tools=[server], store=None)
+        # Given to one run: refused before that run's first request.
+        agent = http_agent("openai:gpt-test", wire, tools=[], store=None)
+        with pytest.raises(ConfigError, match=rf"MCP tool 'listy' of server 'bad'.*{reason}"):
+            agent.run_sync("hi", tools=[server])
+        assert wire.bodies() == []  # nothing was sent
     finally:
+        wire.close()
         server.close()
 
 
