@@ -4,7 +4,8 @@
 ``list[...]`` of these; pydantic's ``TypeAdapter`` gives its JSON schema and
 validates the answer. Each API's native structured output is used where it
 exists (OpenAI ``response_format`` json_schema, Gemini ``responseSchema`` on requests
-without tools, which it cannot combine them with, Ollama ``format``); Anthropic gets
+without tools, which it cannot combine them with, Ollama ``format``, the embedded
+model llama.cpp's ``json_schema``: its answer decodes under the schema's grammar); Anthropic gets
 a ``final_answer`` tool whose arguments are the answer.
 Other providers are told the schema in the system prompt. A schema whose root
 is not an object (a list, a number) is wrapped as ``{"value": ...}`` on the wire,
@@ -86,6 +87,11 @@ class OutputSpec:
             extra["generationConfig"] = generation
         elif provider == "ollama":
             extra["format"] = self.schema
+        elif provider == "local":
+            # The embedded model's answer decodes under the schema's grammar (llama.cpp's
+            # json_schema), which writes the field names; the schema in words would only
+            # crowd a small model's prompt (SmolLM2 then repeats records and makes up figures).
+            extra["json_schema"] = self.schema
         elif provider == "anthropic":
             tools.append(self.final_tool())
             if forced:  # tools are forbidden now, except the one that gives the answer

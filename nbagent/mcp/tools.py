@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ConfigError, NbAgentError
+from ..images import MAX_PIXELS
 from ..messages import ToolCall
 from ..tools import Tool
 
@@ -21,14 +23,44 @@ class MCPError(NbAgentError):
 
 
 class MCPText(str):
-    """A tool's text as the model sees it, carrying what text cannot show.
+    """A tool's text parts as the model sees them, carrying what text cannot show.
 
-    ``images`` holds ``(mime type, bytes)`` of every image the tool returned (the
-    text has a placeholder for each); ``structured`` the tool's structured content.
+    ``images`` holds ``(mime type, bytes)`` of every image the tool returned (image
+    content and embedded image resources); they reach the model as images through
+    :attr:`model_images` (downscaled and charged to the round's budget by
+    ``tools.images.with_images``). ``structured`` is the tool's structured content.
     """
 
     images: list[tuple[str, bytes]]
     structured: Any
+
+    @property
+    def model_images(self) -> list[Any]:
+        """The images for the model, in the order the tool returned them.
+
+        PNG/JPEG bytes as they are, other formats (GIF, WebP...) opened with Pillow
+        when it is installed; bytes that are neither stay bytes, so the result says
+        why they were not sent.
+        """
+        return [_openable(mime, data) for mime, data in self.images]
+
+
+def _openable(mime: str, data: bytes) -> Any:
+    if data[:4].startswith((b"\x89PNG", b"\xff\xd8\xff")):
+        return data
+    try:
+        from PIL import Image as PILImage
+    except ImportError:
+        return data
+    try:
+        with PILImage.open(io.BytesIO(data)) as opened:
+            if opened.size[0] * opened.size[1] > MAX_PIXELS:
+                return data  # refused by to_image's own check, with its message
+            opened.load()
+            return opened.convert("RGBA" if "A" in opened.mode or "transparency" in opened.info
+                                  else "RGB")  # fmt: skip
+    except Exception:  # noqa: BLE001 - not an image Pillow reads: to_image names the problem
+        return data
 
 
 def wire_name(name: str, prefix: str | None) -> str:
@@ -58,9 +90,10 @@ def check_schema(server: str, name: str, schema: Any) -> dict[str, Any]:
         raise ConfigError(
             f"MCP tool {name!r} of server {server!r}: schema is not JSON ({exc})"
         ) from None
-    if not isinstance(schema.get("properties", {}), dict):
+    problem = _malformed(schema, "")
+    if problem:
         raise ConfigError(
-            f"MCP tool {name!r} of server {server!r}: 'properties' of its schema is not an object"
+            f"MCP tool {name!r} of server {server!r}: {problem} (providers refuse such a schema)"
         )
     for ref in _refs(schema):
         if not _resolves(schema, ref):
@@ -72,6 +105,60 @@ def check_schema(server: str, name: str, schema: Any) -> dict[str, Any]:
     parameters["type"] = "object"
     parameters.setdefault("properties", {})
     return parameters
+
+
+_TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
+_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_ONE = ("items", "additionalProperties", "not", "if", "then", "else")
+
+
+def _malformed(node: Any, at: str) -> str | None:
+    """What makes ``node`` no JSON schema a provider accepts (None: nothing found).
+
+    Checks the places subschemas sit (property schemas, items, anyOf...), ``type``
+    names and ``required``; ``at`` is the path shown in the message.
+    """
+    where = f"'{at}'" if at else "the schema"
+    if isinstance(node, bool) and at:
+        return None  # true/false subschemas are JSON Schema
+    if not isinstance(node, dict):
+        return f"{where} is {json.dumps(node)[:40]}, not a schema object"
+    kinds = node.get("type")
+    for kind in kinds if isinstance(kinds, list) else [kinds] if kinds is not None else []:
+        if kind not in _TYPES:
+            return f"{where} has type {json.dumps(kind)[:40]}, which is no JSON schema type"
+    required = node.get("required")
+    if required is not None and not (
+        isinstance(required, list) and all(isinstance(r, str) for r in required)
+    ):
+        return f"'required' of {where} is not a list of names"
+    for key in _MAPS:
+        children = node.get(key)
+        if children is None:
+            continue
+        if not isinstance(children, dict):
+            return f"'{key}' of {where} is not an object"
+        for child_name, child in children.items():
+            found = _malformed(child, f"{at}.{key}.{child_name}".lstrip("."))
+            if found:
+                return found
+    for key in _LISTS:
+        children = node.get(key)
+        if children is None:
+            continue
+        if not isinstance(children, list):
+            return f"'{key}' of {where} is not a list"
+        for index, child in enumerate(children):
+            found = _malformed(child, f"{at}.{key}[{index}]".lstrip("."))
+            if found:
+                return found
+    for key in _ONE:
+        if key in node:
+            found = _malformed(node[key], f"{at}.{key}".lstrip("."))
+            if found:
+                return found
+    return None
 
 
 def _refs(node: Any) -> list[str]:
@@ -157,7 +244,11 @@ class MCPTool(Tool):
 
 
 def to_value(result: Any) -> Any:
-    """A ``CallToolResult`` as the tool's value; ``isError`` raises MCPError with its text."""
+    """A ``CallToolResult`` as the tool's value; ``isError`` raises MCPError with its text.
+
+    Text parts become the value's text; images (image content, and embedded resources
+    whose MIME type is an image) are kept on it for the model (see :class:`MCPText`).
+    """
     texts: list[str] = []
     images: list[tuple[str, bytes]] = []
     for block in result.content or []:
@@ -168,16 +259,21 @@ def to_value(result: Any) -> Any:
             data = base64.b64decode(block.data)
             if kind == "image":
                 images.append((block.mime_type, data))
-            texts.append(f"[{kind} {block.mime_type}, {len(data):,} bytes, shown to the user]")
+            else:
+                texts.append(f"[audio {block.mime_type}, {len(data):,} bytes: not sent]")
         elif kind == "resource":
             resource = block.resource
             text = getattr(resource, "text", None)
             if text is not None:
                 texts.append(f"[resource {resource.uri}]\n{text}")
             else:
-                size = len(base64.b64decode(getattr(resource, "blob", "") or ""))
+                blob = base64.b64decode(getattr(resource, "blob", "") or "")
                 mime = getattr(resource, "mime_type", None) or "binary"
-                texts.append(f"[resource {resource.uri}: {mime}, {size:,} bytes]")
+                if mime.startswith("image/"):
+                    images.append((mime, blob))
+                    texts.append(f"[resource {resource.uri}: {mime}]")
+                else:
+                    texts.append(f"[resource {resource.uri}: {mime}, {len(blob):,} bytes]")
         elif kind == "resource_link":
             texts.append(f"[resource link {block.uri}: {block.name}]")
     text = "\n".join(texts)

@@ -21,7 +21,7 @@ def images_of(value: Any) -> tuple[list[Image], list[str]]:
     An image-like value is one image; an object with a ``model_images`` list (what
     ``run_python`` returns) carries those.
     """
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if value is None or type(value) in (str, int, float, bool):  # a str subclass may carry some
         return [], []
     candidates: list[Any]
     if is_image_like(value):
@@ -76,5 +76,5 @@ def with_images(result: ToolResult, value: Any, limit: int, budget: int) -> int:
     if is_image_like(value):
         result.content = "\n".join(lines)
     else:
-        result.content = "\n".join([result.content, *lines])
+        result.content = "\n".join([result.content, *lines] if result.content else lines)
     return budget

@@ -76,7 +76,7 @@ def test_nbagent_mcp_config_is_loaded_with_the_extension(shell, capsys, monkeypa
     )
     monkeypatch.setenv("NBAGENT_MCP_CONFIG", str(config))
     shell.run_line_magic("load_ext", "nbagent")
-    assert "MCP server 'cfg': 7 tools" in capsys.readouterr().out
+    assert "MCP server 'cfg': 10 tools" in capsys.readouterr().out
     assert "cfg" in KERNEL_SERVERS
     shell.run_line_magic("agent", f"mcp load {config}")  # loading again replaces it
     assert KERNEL_SERVERS["cfg"].running

@@ -3,6 +3,7 @@ streamable HTTP on loopback, driven through real agent runs."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -16,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from nbagent import ConfigError
+from nbagent.images import Image, image_size
 from nbagent.mcp import MCPError, MCPServer, servers_from_config
 from nbagent.testing import call, reply
+from tests.ecosystem.servers.demo_mcp import PNG, striped_png
 from tests.support.agents import http_agent, scripted_agent
 from tests.support.scripted import Answer, ScriptedReplies
-from tests.support.servers import Reply, WireServer
+from tests.support.servers import Anthropic, Reply, WireServer
 
 DEMO = str(Path(__file__).parent / "servers" / "demo_mcp.py")
 
@@ -93,13 +96,159 @@ def test_calls_with_several_argument_types_appear_in_rounds(server):
     assert spec.parameters["properties"]["tags"]["anyOf"][1] == {"type": "null"}
 
 
-def test_image_results_keep_the_image_and_tell_the_model(server):
+def test_image_results_keep_the_image_and_attach_it_for_the_model(server):
     _agent, result = run_calls(server, call("red_pixel"))
     tool_result = result.rounds[0].results[0]
     assert tool_result.ok
-    assert tool_result.content == "[image image/png, 70 bytes, shown to the user]"
-    ((mime, data),) = tool_result.value.images
-    assert mime == "image/png" and data.startswith(b"\x89PNG")
+    assert tool_result.content == "[image 1: 1×1 PNG, attached]"
+    assert tool_result.images == [Image(PNG, "image/png", 1, 1)]
+    ((mime, data),) = tool_result.value.images  # the server's bytes stay on the value
+    assert mime == "image/png" and data == PNG
+
+
+def test_text_parts_stay_the_text_and_large_images_are_downscaled(server):
+    _agent, result = run_calls(server, call("captioned_chart"), call("embedded_picture"))
+    chart, embedded = result.rounds[0].results
+    assert chart.content == (
+        "Stripes, red and blue.\nDrawn by the demo server.\n[image 1: 1024×256 PNG, attached]"
+    )
+    ((mime, data),) = chart.value.images
+    assert image_size(data) == (2048, 512)  # what the server sent
+    (image,) = chart.images
+    assert (image.width, image.height, image.media_type) == (1024, 256, "image/png")
+    assert image_size(image.data) == (1024, 256)  # what the model gets
+    # An embedded resource whose MIME type is an image goes as an image too.
+    assert embedded.content == (
+        "[resource demo://pixel.png: image/png]\n[image 1: 1×1 PNG, attached]"
+    )
+    assert embedded.images == [Image(PNG, "image/png", 1, 1)]
+
+
+def test_other_image_formats_are_converted_or_named_as_not_sent(server):
+    _agent, result = run_calls(server, call("odd_images"))
+    (odd,) = result.rounds[0].results
+    assert odd.content == (
+        "[image 1: 1×1 PNG, attached]\n[image not sent: bytes that are not a PNG or JPEG image]"
+    )
+    ((gif_as_png),) = odd.images
+    assert gif_as_png.media_type == "image/png" and image_size(gif_as_png.data) == (1, 1)
+    assert [mime for mime, _data in odd.value.images] == ["image/gif", "image/svg+xml"]
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_anthropic_gets_mcp_images_as_image_blocks_inside_the_tool_result(server):
+    wire = WireServer()
+    wire.add(
+        Anthropic.stream(calls=[("toolu_A", "captioned_chart", '{"width": 640, "height": 64}'),
+                                ("toolu_B", "embedded_picture", "{}")]),
+        Anthropic.stream("Red and blue stripes."),
+    )  # fmt: skip
+    try:
+        agent = http_agent("anthropic:claude-test", wire, tools=[server], store=None)
+        result = agent.run_sync("What does the chart show?")
+        assert result.output == "Red and blue stripes."
+        chart = striped_png(640, 64)
+        assert wire.bodies()[1]["messages"][-1] == {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_A",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "Stripes, red and blue.\nDrawn by the demo server.\n"
+                            "[image 1: 640×64 PNG, attached]",
+                        },
+                        {
+                            "type": "image",
+                            "source": {
+                                "type": "base64",
+                                "media_type": "image/png",
+                                "data": _b64(chart),
+                            },
+                        },  # fmt: skip
+                    ],
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_B",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "[resource demo://pixel.png: image/png]\n"
+                            "[image 1: 1×1 PNG, attached]",
+                        },
+                        {
+                            "type": "image",
+                            "source": {
+                                "type": "base64",
+                                "media_type": "image/png",
+                                "data": _b64(PNG),
+                            },
+                        },  # fmt: skip
+                    ],
+                },
+            ],
+        }
+    finally:
+        wire.close()
+
+
+def test_openai_gets_mcp_images_in_a_user_message_after_the_tool_messages(server):
+    def script(body):
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return Answer("", [("captioned_chart", {})])
+        return Answer("Stripes.")
+
+    wire = WireServer(responder=ScriptedReplies(script))
+    try:
+        agent = http_agent("openai:gpt-4o", wire, tools=[server], store=None)
+        result = agent.run_sync("What does the chart show?")
+        assert result.output == "Stripes."
+        messages = wire.bodies()[1]["messages"]
+        tool, user = messages[-2:]
+        assert tool["role"] == "tool" and tool["content"] == (
+            "Stripes, red and blue.\nDrawn by the demo server.\n[image 1: 1024×256 PNG, attached]"
+        )
+        assert user["role"] == "user"
+        text, picture = user["content"]
+        assert text == {
+            "type": "text",
+            "text": f"Image 1 from tool call {tool['tool_call_id']} (captioned_chart):",
+        }
+        url = picture["image_url"]["url"]
+        assert url.startswith("data:image/png;base64,")
+        sent = base64.b64decode(url.split(",", 1)[1])
+        assert image_size(sent) == (1024, 256)  # downscaled from the server's 2048×512
+        assert sent == result.rounds[0].results[0].images[0].data
+    finally:
+        wire.close()
+
+
+def test_a_text_only_request_gets_the_text_parts_and_a_placeholder(server):
+    def script(body):
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return Answer("", [("captioned_chart", {})])
+        return Answer("Stripes.")
+
+    wire = WireServer(responder=ScriptedReplies(script))
+    try:
+        agent = http_agent("openai:gpt-4o", wire, tools=[server], store=None, images=False)
+        agent.run_sync("What does the chart show?")
+        messages = wire.bodies()[1]["messages"]
+        assert messages[-1] == {
+            "role": "tool",
+            "tool_call_id": messages[-1]["tool_call_id"],
+            "content": "Stripes, red and blue.\nDrawn by the demo server.\n"
+            "[image 1: 1024×256 PNG, attached]\n[image 1024×256 PNG shown to the user]",
+        }
+        assert "image_url" not in json.dumps(wire.bodies()[1])
+    finally:
+        wire.close()
 
 
 def test_is_error_results_become_error_results(server):
@@ -164,7 +313,7 @@ def test_two_hundred_tools_on_one_server():
     try:
         tools = server.nbagent_tools()
         names = [t.name for t in tools]
-        assert len(names) == 207 and len(set(names)) == 207
+        assert len(names) == 210 and len(set(names)) == 210
         assert "big_tool_199" in names and all(n.startswith("big_") for n in names)
         _agent, result = run_calls(server, call("big_tool_150", x=1))
         assert result.rounds[0].results[0].content == "151"
@@ -190,36 +339,73 @@ def test_prefix_allow_list_and_approval_options():
         demo(allow=["nope"]).nbagent_tools()
 
 
-def test_a_schema_no_provider_accepts_is_refused_naming_the_tool(tmp_path):
+BAD_SCHEMA_SERVER = """
+import json, sys
+import anyio
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp import types
+
+SCHEMA = json.loads(sys.argv[1])
+
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[
+        types.Tool(name="fine", description="ok", input_schema={"type": "object"}),
+        types.Tool(name="listy", description="x", input_schema=SCHEMA),
+    ])
+
+server = Server("bad", on_list_tools=list_tools)
+
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+anyio.run(main)
+"""
+
+BAD_SCHEMAS = [
+    (
+        {"type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}},
+        r"refers to '#/\$defs/Missing', which it does not define",
+    ),
+    (
+        {"type": "object", "properties": {"x": {"$ref": "https://example.invalid/s.json"}}},
+        r"refers to 'https://example.invalid/s.json', which it does not define",
+    ),
+    (
+        {"type": "object", "properties": {"x": {"type": "array", "items": {"type": "int"}}}},
+        "'properties.x.items' has type \"int\", which is no JSON schema type",
+    ),
+    (
+        {"type": "object", "properties": {"x": {"type": "object", "properties": {"y": 5}}}},
+        r"'properties.x.properties.y' is 5, not a schema object \(providers refuse such",
+    ),
+    (
+        {"type": "object", "properties": {"x": {"anyOf": [{"type": "null"}], "required": "y"}}},
+        "'required' of 'properties.x' is not a list of names",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "reason"), BAD_SCHEMAS, ids=["ref", "remote", "type", "nested", "required"]
+)
+def test_a_schema_no_provider_accepts_is_refused_before_any_request(tmp_path, schema, reason):
     script = tmp_path / "bad_schema.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import anyio
-            from mcp.server.lowlevel import Server
-            from mcp.server.stdio import stdio_server
-            from mcp import types
-
-            async def list_tools(ctx, params):
-                return types.ListToolsResult(tools=[types.Tool(
-                    name="listy", description="x", input_schema={
-                    "type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}})])
-
-            server = Server("bad", on_list_tools=list_tools)
-
-            async def main():
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
-
-            anyio.run(main)
-            """
-        )
-    )
-    server = MCPServer.stdio(sys.executable, [str(script)], name="bad")
+    script.write_text(BAD_SCHEMA_SERVER)
+    server = MCPServer.stdio(sys.executable, [str(script), json.dumps(schema)], name="bad")
+    wire = WireServer()
     try:
-        with pytest.raises(ConfigError, match=r"'listy' of server 'bad'.*'#/\$defs/Missing'"):
-            scripted_agent(["hi"], tools=[server], store=None)
+        # Given to the agent: refused when the agent is made, naming the tool and the reason.
+        with pytest.raises(ConfigError, match=rf"MCP tool 'listy' of server 'bad'.*{reason}"):
+            http_agent("openai:gpt-test", wire, tools=[server], store=None)
+        # Given to one run: refused before that run's first request.
+        agent = http_agent("openai:gpt-test", wire, tools=[], store=None)
+        with pytest.raises(ConfigError, match=rf"MCP tool 'listy' of server 'bad'.*{reason}"):
+            agent.run_sync("hi", tools=[server])
+        assert wire.bodies() == []  # nothing was sent
     finally:
+        wire.close()
         server.close()
 
 
@@ -297,7 +483,7 @@ def test_streamable_http_server_over_a_real_provider_adapter(http_server):
     server = MCPServer.http(http_server, headers={"X-Test": "1"}, name="remote", timeout=20)
 
     def script(body):
-        if body["messages"][-1]["role"] == "user":
+        if not any(m["role"] == "tool" for m in body["messages"]):
             return Answer("", [("add", {"a": 20, "b": 22}), ("red_pixel", {})])
         return Answer("The answer is 42.")
 
@@ -307,11 +493,14 @@ def test_streamable_http_server_over_a_real_provider_adapter(http_server):
         result = agent.run_sync("add")
         assert result.output == "The answer is 42."
         add, image = result.rounds[0].results
-        assert add.content == "42" and image.content.startswith("[image image/png")
+        assert add.content == "42" and image.content == "[image 1: 1×1 PNG, attached]"
         declared = {t["function"]["name"]: t for t in wire.bodies()[0]["tools"]}
         assert declared["add"]["function"]["parameters"]["required"] == ["a", "b"]
         tool_messages = [m for m in wire.bodies()[1]["messages"] if m["role"] == "tool"]
         assert [m["content"] for m in tool_messages][0] == "42"
+        # The image the server sent over HTTP reaches the model as an image.
+        image_part = wire.bodies()[1]["messages"][-1]["content"][1]
+        assert image_part["image_url"]["url"] == "data:image/png;base64," + _b64(PNG)
         agent.close()
         assert not server.running
     finally:

@@ -177,12 +177,13 @@ def test_a_recursive_schema_reaches_every_format(server):
         OpenAI.text_stream(json.dumps(tree)),
         Gemini.text_stream(json.dumps(tree)),
         Reply.ndjson([*Ollama.text_chunks(json.dumps(tree)), Ollama.done()]),
+        Anthropic.stream("", [("toolu_1", "final_answer", json.dumps(tree))]),
     )
-    for model in ("openai:gpt-test", "gemini:gemini-test", "ollama:qwen3"):
+    for model in ("openai:gpt-test", "gemini:gemini-test", "ollama:qwen3", "anthropic:claude-t"):
         agent = http_agent(model, server, tools=[], store=None)
         result = agent.run_sync("A tree", output_type=Node)
         assert result.output.children[0].label == "leaf", model
-    openai, gemini, ollama = server.bodies()
+    openai, gemini, ollama, anthropic = server.bodies()
     schema = openai["response_format"]["json_schema"]["schema"]
     # The root is the object itself (APIs want an object root); $defs keep the recursion.
     assert schema["type"] == "object"
@@ -190,6 +191,13 @@ def test_a_recursive_schema_reaches_every_format(server):
     # Gemini's subset has no $ref: the converter expands the recursion a bounded depth.
     assert "$ref" not in json.dumps(gemini["generationConfig"]["responseSchema"])
     assert ollama["format"]["properties"]["children"]
+    # Anthropic: the final_answer tool's input schema keeps the $defs its $ref needs.
+    (final,) = [t for t in anthropic["tools"] if t["name"] == "final_answer"]
+    assert final["input_schema"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert final["input_schema"]["$defs"]["Node"]["properties"]["label"] == {
+        "title": "Label",
+        "type": "string",
+    }
 
 
 def test_tools_then_typed_answer_and_primitive_types():

@@ -167,6 +167,10 @@ class LocalProvider:
         max_tokens = request.max_output_tokens or DEFAULT_MAX_TOKENS
         temperature = 0.0 if request.temperature is None else request.temperature
         usage = Usage()
+        extra = dict(request.extra)
+        # Typed output (output.OutputSpec.prepare): llama.cpp's own ``json_schema`` field,
+        # applied to the answer only (a tool call's arguments follow the tool's grammar).
+        answer_schema = extra.pop("json_schema", None)
 
         def finish(reason: str) -> None:
             put("event", UsageReport(usage))
@@ -186,7 +190,7 @@ class LocalProvider:
                 "cache_prompt": True,
                 "stream_options": {"include_usage": True},
                 **options,
-                **request.extra,
+                **extra,
             }
             self._stream_fitted(loaded, messages, body, stop, usage, on_piece)
 
@@ -234,23 +238,28 @@ class LocalProvider:
                     finish("tool_call")
                 return
         # 3. The answer, streamed token by token; figures nobody gave it are replaced.
+        # A typed answer decodes under its schema's grammar instead: replacing a figure
+        # would break the JSON, and the value is validated by the loop.
         guard = FigureGuard(known_figures(request))
+        checked = answer_schema is None
         shown: list[str] = []
 
         def show(piece: str) -> None:
-            text = guard.feed(piece)
+            text = guard.feed(piece) if checked else piece
             if text:
                 shown.append(text)
                 put("event", TextChunk(text))
 
         options: dict[str, Any] = {"repeat_penalty": 1.1}
+        if answer_schema is not None:  # JSON repeats its quotes and braces: no penalty
+            options = {"repeat_penalty": 1.0, "json_schema": answer_schema}
         bias = copy_bias(request)
         if bias:
             options["logit_bias"] = bias
         complete(chat_messages(request), show, max_tokens, **options)
         if stop.is_set():
             return
-        rest = guard.flush()
+        rest = guard.flush() if checked else ""
         if rest:
             shown.append(rest)
             put("event", TextChunk(rest))

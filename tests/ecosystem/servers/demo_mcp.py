@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import struct
 import sys
 import time
+import zlib
 
+from mcp import types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.types import Image
 
@@ -20,6 +23,21 @@ from mcp.server.mcpserver.utilities.types import Image
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 )
+
+
+def striped_png(width: int, height: int) -> bytes:
+    """An RGB PNG of vertical red/blue stripes, encoded with zlib alone."""
+    row = b"".join(b"\xff\x00\x00" if (x // 8) % 2 == 0 else b"\x00\x00\xff" for x in range(width))
+    raw = b"".join(b"\x00" + row for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b""))  # fmt: skip
+
 
 app = MCPServer("demo")
 
@@ -42,6 +60,37 @@ def describe(name: str, scores: list[float], tags: dict[str, str] | None = None,
 def red_pixel() -> Image:
     """A tiny PNG image."""
     return Image(data=PNG, format="png")
+
+
+@app.tool()
+def captioned_chart(width: int = 2048, height: int = 512) -> list[types.ContentBlock]:
+    """A caption, a striped chart (large: the client downscales it) and a footnote."""
+    data = base64.b64encode(striped_png(width, height)).decode()
+    return [
+        types.TextContent(type="text", text="Stripes, red and blue."),
+        types.ImageContent(type="image", data=data, mime_type="image/png"),
+        types.TextContent(type="text", text="Drawn by the demo server."),
+    ]
+
+
+@app.tool()
+def embedded_picture() -> list[types.ContentBlock]:
+    """The red pixel as an embedded resource (a blob with an image MIME type)."""
+    blob = types.BlobResourceContents(
+        uri="demo://pixel.png", mime_type="image/png", blob=base64.b64encode(PNG).decode()
+    )
+    return [types.EmbeddedResource(type="resource", resource=blob)]
+
+
+@app.tool()
+def odd_images() -> list[types.ContentBlock]:
+    """A 1x1 GIF (converted by the client) and an SVG (which no model API takes)."""
+    gif = "R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw=="
+    svg = base64.b64encode(b'<svg xmlns="http://www.w3.org/2000/svg"/>').decode()
+    return [
+        types.ImageContent(type="image", data=gif, mime_type="image/gif"),
+        types.ImageContent(type="image", data=svg, mime_type="image/svg+xml"),
+    ]
 
 
 @app.tool()
