@@ -36,7 +36,7 @@ seen = []
 def script(request):
     seen.append(sorted(request.tools))
     return reply("done")
-use(ScriptedModel(script))
+use(Agent(ScriptedModel(script)))  # a fresh agent: every @tool, no kernel=True
 '''
 
 
