@@ -164,6 +164,16 @@ def supports_live_updates(shell: Any) -> bool:
     return type(shell.display_pub) is not DisplayPublisher
 
 
+def _print_tool(t: Tool, flags: str = "") -> None:
+    """One line of ``%agent tools``: name, flags, first line of the description."""
+    if t.requires_approval:
+        flags += " [asks approval]"
+    if getattr(t, "server", None):
+        flags += f" [MCP server {t.server}]"  # type: ignore[attr-defined]
+    summary = (t.description or "").strip().splitlines()[:1]
+    print(f"{t.name}{flags}: {summary[0] if summary else ''}")
+
+
 def _is_provider(value: Any) -> bool:
     return (
         callable(getattr(value, "stream", None))
@@ -175,7 +185,7 @@ def _is_provider(value: Any) -> bool:
 _LINE_HELP = """%agent                 show the model, conversation and tools
 %agent model [NAME]    show or set the model (a model string, or a variable holding an
                        Agent or a provider object); the conversation is kept
-%agent tools           list the tools %%agent offers the model
+%agent tools           list the tools %%agent offers the model (and --kernel's)
 %agent reset           start a new conversation
 %agent usage           tokens used in this conversation
 %agent history [--all] rounds of this conversation (or all stored conversations) as a DataFrame
@@ -399,6 +409,8 @@ class AgentMagics(Magics):
         print(f"model: {agent.model}")
         print(f"conversation: {agent.conversation.id} ({turns} turns)")
         print(f"tools: {', '.join(sorted(agent.tools)) or '(none)'}")
+        if agent.kernel:
+            print("kernel tools: on for every run (kernel=True)")
 
     def _cmd_help(self, rest: list[str]) -> None:
         print(_LINE_HELP)
@@ -415,12 +427,16 @@ class AgentMagics(Magics):
         if not tools:
             print("No tools. Decorate a function with @nbagent.tool to offer it to the model.")
         for name in sorted(tools):
-            t = tools[name]
-            flags = " [asks approval]" if t.requires_approval else ""
-            if getattr(t, "server", None):
-                flags += f" [MCP server {t.server}]"  # type: ignore[attr-defined]
-            summary = (t.description or "").strip().splitlines()[:1]
-            print(f"{name}{flags}: {summary[0] if summary else ''}")
+            _print_tool(tools[name])
+        # The kernel tools a --kernel cell (or Agent(kernel=True)) adds to those above.
+        from .kernel import kernel_tools
+
+        always = self.agent is not None and self.agent.kernel
+        when = "on for every run: kernel=True" if always else "added by %%agent --kernel (-k)"
+        print(f"Kernel tools ({when}):")
+        for t in kernel_tools(self.shell):
+            shadowed = " [not used: your tool of this name replaces it]" if t.name in tools else ""
+            _print_tool(t, f" [kernel tool]{shadowed}")
 
     def _cmd_mcp(self, rest: list[str]) -> None:
         from .mcp.commands import mcp_command

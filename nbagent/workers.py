@@ -12,7 +12,8 @@ user code arrives as a value (``ok`` False), never raised into a loop.
   thread); one that blocks that loop can be abandoned: the loop is retired (no
   new work) and a fresh one takes later calls.
 * :func:`bounded` runs a function in a worker thread and gives up after a time
-  bound (the thread is abandoned, never waited for).
+  bound (the thread is abandoned, never waited for); :func:`wait_bounded` is the
+  same for a caller that is not on an event loop (a cell's own thread).
 """
 
 from __future__ import annotations
@@ -24,7 +25,16 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-__all__ = ["TIMED_OUT", "AsyncCall", "bounded", "in_thread", "on_async_worker", "settle", "submit"]
+__all__ = [
+    "TIMED_OUT",
+    "AsyncCall",
+    "bounded",
+    "in_thread",
+    "on_async_worker",
+    "settle",
+    "submit",
+    "wait_bounded",
+]
 
 Outcome = tuple[bool, Any]
 """``(True, value)`` or ``(False, the BaseException raised)``."""
@@ -155,6 +165,38 @@ async def bounded(fn: Callable[..., Any], *args: Any, seconds: float) -> Any:
     """
     future, _ = in_thread(fn, *args)
     return await settle(future, seconds)
+
+
+def wait_bounded(fn: Callable[..., Any], *args: Any, seconds: float) -> Any:
+    """``fn(*args)`` computed on a worker thread, or :data:`TIMED_OUT` after ``seconds``.
+
+    For a thread that is not running an event loop (a cell formatting a value for
+    its prompt): it blocks at most ``seconds``, then leaves the worker to finish
+    (or hang) on its own. An ``Exception`` from ``fn`` is raised here as is; any
+    other BaseException (``SystemExit``, ``KeyboardInterrupt`` raised by user code)
+    as ``RuntimeError`` naming it (its ``__cause__``), so user code cannot end the
+    caller's cell by it.
+    """
+    finished = threading.Event()
+    box: list[Outcome] = []
+
+    def job() -> None:
+        try:
+            outcome: Outcome = (True, fn(*args))
+        except BaseException as exc:
+            outcome = (False, exc)
+        box.append(outcome)
+        finished.set()
+
+    _WORKERS.submit(job)
+    if not finished.wait(max(seconds, 0.0)):
+        return TIMED_OUT
+    ok, payload = box[0]
+    if ok:
+        return payload
+    if isinstance(payload, Exception):
+        raise payload
+    raise RuntimeError(f"{type(payload).__name__} raised by the value's own code") from payload
 
 
 async def settle(future: asyncio.Future[Outcome], seconds: float) -> Any:

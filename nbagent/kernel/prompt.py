@@ -4,19 +4,31 @@
 (:func:`nbagent.values.prompt_text`), attaches image values (``{fig}``) to the
 prompt instead of writing them out, and says what it shortened, so the surface
 can show the user what the model was actually sent.
+
+Describing a value runs the user's code (``__repr__``, properties, DataFrame
+formatting), so it runs on a worker thread and the cell waits at most
+:data:`PROMPT_SECONDS` for all the fields together: a value that cannot be
+described in time becomes a short placeholder, and the notes say so.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..images import Image, is_image_like, to_image
 from ..values import PROMPT_CHARS, PROMPT_ROWS, frame_shape, is_frame, prompt_text
+from ..workers import TIMED_OUT, wait_bounded
 
-__all__ = ["FIELD", "Interpolated", "PromptError", "interpolate_prompt"]
+__all__ = ["FIELD", "PROMPT_SECONDS", "Interpolated", "PromptError", "interpolate_prompt"]
+
+PROMPT_SECONDS = 5.0
+"""How long a prompt's fields may take to describe, all together (each gets at least
+:data:`FIELD_SECONDS`); a value not described in time is sent as a placeholder."""
+FIELD_SECONDS = 0.25
 
 FIELD = re.compile(
     r"\{\{|\}\}"
@@ -72,19 +84,58 @@ def _shortened(label: str, value: Any, text: str) -> str | None:
     return None
 
 
+def _type_name(value: Any) -> str:
+    try:
+        return str(type(value).__name__)
+    except Exception:  # noqa: BLE001 - a hostile metaclass
+        return "object"
+
+
+def _attributes(value: Any, label: str, attrs: list[str]) -> Any:
+    for attr in attrs:
+        try:
+            value = getattr(value, attr)
+        except AttributeError:
+            raise PromptError(f"{{{label}}} in the prompt: no attribute {attr!r}.") from None
+    return value
+
+
+def _describe(label: str, value: Any) -> tuple[str, str | None]:
+    shown = prompt_text(value)
+    return shown, _shortened(label, value, shown)
+
+
 def interpolate_prompt(
     text: str,
     namespace: dict[str, Any],
     *,
     last_error: Callable[[], str] | None = None,
+    seconds: float = PROMPT_SECONDS,
 ) -> Interpolated:
     """Replace the fields of ``text`` from ``namespace`` (``{{``/``}}`` are literal braces).
 
     Braces around anything that is not a field (JSON, set literals) are left alone.
     ``{Err}`` is the kernel's last error (unless ``Err`` is a variable). Raises
-    :class:`PromptError` for a name that is not defined.
+    :class:`PromptError` for a name that is not defined. Values are described on a
+    worker thread within ``seconds`` in all (see :data:`PROMPT_SECONDS`).
     """
     result = Interpolated("")
+    deadline = time.monotonic() + seconds
+
+    def within(fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` off this thread, or TIMED_OUT when the prompt's time is spent."""
+        return wait_bounded(fn, *args, seconds=max(deadline - time.monotonic(), FIELD_SECONDS))
+
+    def slow(label: str, kind: str, what: str) -> str:
+        limit = f"{seconds:g} s"
+        result.notes.append(f"{label} as a placeholder ({what} did not finish within {limit})")
+        return f"<{kind}: not described, {what} took over {limit}>"
+
+    def failed(label: str, kind: str, error: Exception) -> str:
+        # Only the type's name: str() of the user's exception is user code too.
+        raised = _type_name(error.__cause__ or error)
+        result.notes.append(f"{label} as a placeholder (describing it raised {raised})")
+        return f"<{kind}: not described ({raised})>"
 
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -99,20 +150,29 @@ def interpolate_prompt(
             label = match.group("name")
             head, *attrs = label.split(".")
             if head == "Err" and head not in namespace and last_error is not None:
-                return last_error()
+                try:
+                    error_text = within(last_error)
+                except Exception as exc:  # noqa: BLE001 - the placeholder says what was raised
+                    return failed("Err", "the last error", exc)
+                if error_text is TIMED_OUT:
+                    return slow("Err", "the last error", "describing it")
+                return str(error_text)
             if head not in namespace:
                 raise PromptError(
                     f"{{{label}}} in the prompt: {head!r} is not defined in the notebook "
                     "(write {{ and }} for literal braces)."
                 )
             value = namespace[head]
-            for attr in attrs:
+            if attrs:  # properties are user code too
                 try:
-                    value = getattr(value, attr)
-                except AttributeError:
-                    raise PromptError(
-                        f"{{{label}}} in the prompt: no attribute {attr!r}."
-                    ) from None
+                    got = within(_attributes, value, label, attrs)
+                except PromptError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a property raising
+                    return failed(label, _type_name(value), exc)
+                if got is TIMED_OUT:
+                    return slow(label, _type_name(value), "reading its attributes")
+                value = got
         if is_image_like(value):  # a figure, PIL image, IPython Image, PNG/JPEG bytes
             try:
                 image = to_image(value)
@@ -121,11 +181,16 @@ def interpolate_prompt(
             result.images.append(image)
             result.notes.append(f"{label} as a {image.describe()} image")
             return f"[image {len(result.images)}: {label}, {image.describe()}, attached]"
-        shown = prompt_text(value)
-        note = _shortened(label, value, shown)
+        try:
+            described = within(_describe, label, value)
+        except Exception as exc:  # noqa: BLE001 - e.g. a DataFrame subclass that cannot print
+            return failed(label, _type_name(value), exc)
+        if described is TIMED_OUT:
+            return slow(label, _type_name(value), "its repr")
+        shown, note = described
         if note:
             result.notes.append(note)
-        return shown
+        return str(shown)
 
     result.text = FIELD.sub(replace, text)
     return result

@@ -90,7 +90,38 @@ def _m002_previews(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_initial, _m002_previews]
+def _m003_images(db: sqlite3.Connection) -> None:
+    """Images shown to the model: a prompt's attachments and a tool result's figures.
+
+    Each row belongs to one message (``message_id``) or one tool call's result
+    (``tool_call_id``); ``data`` is NULL when the image was over the size limit
+    when saved (it then loads back as its text line only).
+    """
+    _execute_script(
+        db,
+        """
+        CREATE TABLE images (
+            id              INTEGER PRIMARY KEY,
+            message_id      INTEGER REFERENCES messages(id) ON DELETE CASCADE,
+            tool_call_id    INTEGER REFERENCES tool_calls(id) ON DELETE CASCADE,
+            position        INTEGER NOT NULL,
+            media_type      TEXT NOT NULL,
+            width           INTEGER NOT NULL,
+            height          INTEGER NOT NULL,
+            data            BLOB,
+            CHECK ((message_id IS NULL) <> (tool_call_id IS NULL))
+        );
+        CREATE INDEX images_by_message ON images(message_id) WHERE message_id IS NOT NULL;
+        CREATE INDEX images_by_tool_call ON images(tool_call_id) WHERE tool_call_id IS NOT NULL;
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m001_initial,
+    _m002_previews,
+    _m003_images,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
 from ..redaction import Scrubber, scrub_optional
 from ..values import preview_value
+from .image_rows import insert_images, load_images
 
 if TYPE_CHECKING:
     from ..results import RunResult
@@ -199,6 +200,7 @@ def insert_message(
     row = cursor.lastrowid
     assert row is not None
     if finished:
+        insert_images(db, conversation_id, message.images, message_row=row)
         for index, tool_round in enumerate(message.rounds or []):
             insert_round(db, scrub, row, index, tool_round, now)
     return row
@@ -249,6 +251,7 @@ def insert_round(
                 scrub.json(call.provider_data),
             ),
         )
+        call_row = cursor.lastrowid
         result = by_id.get(call.id)
         if result is None and index < len(tool_round.results):
             result = tool_round.results[index]
@@ -264,7 +267,7 @@ def insert_round(
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             (
-                cursor.lastrowid,
+                call_row,
                 int(result.ok),
                 scrub.text(result.content),
                 scrub_optional(scrub.text, result.error),
@@ -276,6 +279,11 @@ def insert_round(
                 scrub_optional(scrub.text, preview),
             ),
         )
+        if result.images:
+            conversation_id = db.execute(
+                "SELECT conversation_id FROM messages WHERE id = ?", (message_row,)
+            ).fetchone()[0]
+            insert_images(db, conversation_id, result.images, tool_call_row=call_row)
 
 
 # -- reading -------------------------------------------------------------------------
@@ -287,6 +295,7 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
         "SELECT system FROM conversations WHERE id = ?", (conversation_id,)
     ).fetchone()[0]
     messages: dict[int, Message] = {}
+    images = load_images(db, conversation_id)
     for row in db.execute(
         """
         SELECT id, role, content, model, stop_reason, input_tokens, output_tokens,
@@ -297,6 +306,9 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
     ):
         row_id, role, content, model, stop_reason, tokens_in, tokens_out, data, done = row
         message = Message(role=role, content=content, model=model, stop_reason=stop_reason)
+        message.images, notes = images.of_message(row_id)
+        if notes:
+            message.content = "\n".join([message.content, *notes])
         if tokens_in is not None:
             message.usage = Usage(tokens_in, tokens_out or 0)
         message.provider_data = _json_or_none(data)
@@ -325,7 +337,7 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
         owner.rounds = (owner.rounds or []) + [tool_round]
     for row in db.execute(
         """
-        SELECT t.round_id, t.call_id, t.name, t.arguments, t.raw_arguments, t.provider_data,
+        SELECT t.id, t.round_id, t.call_id, t.name, t.arguments, t.raw_arguments, t.provider_data,
           s.ok, s.content, s.error, s.traceback, s.approval, s.duration_s, s.truncated
         FROM tool_calls t JOIN rounds r ON t.round_id = r.id
           JOIN messages m ON r.message_id = m.id
@@ -334,8 +346,8 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
         """,
         (conversation_id,),
     ):
-        round_row, call_id, name, arguments, raw, data = row[:6]
-        ok, content, error, traceback, approval, duration, truncated = row[6:]
+        call_row, round_row, call_id, name, arguments, raw, data = row[:7]
+        ok, content, error, traceback, approval, duration, truncated = row[7:]
         tool_round = rounds[round_row]
         tool_round.calls.append(
             ToolCall(call_id, name, json.loads(arguments), raw, _json_or_none(data))
@@ -343,19 +355,13 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
         if ok is None:  # no result row: keep the history invariant all the same
             error = "not run: the result was not saved"
             ok, content, duration, truncated = 0, f"Error: {error}", 0.0, 0
-        tool_round.results.append(
-            ToolResult(
-                call_id,
-                name,
-                bool(ok),
-                content,
-                error,
-                duration,
-                bool(truncated),
-                traceback,
-                approval,
-            )  # fmt: skip
+        result = ToolResult(
+            call_id, name, bool(ok), content, error, duration, bool(truncated), traceback, approval
         )
+        result.images, notes = images.of_tool_call(call_row)
+        if notes:
+            result.content = "\n".join([result.content, *notes])
+        tool_round.results.append(result)
     for message in messages.values():
         if message.role == "assistant" and message.usage is None and message.rounds:
             total = Usage()
