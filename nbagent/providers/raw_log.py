@@ -14,9 +14,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import ProviderError
 from .base import ProviderEvent
-from .http.decoding import Decoder
+from .http.decoding import Decoder, DecoderWrapper
 
 __all__ = ["RawLogDecoder", "raw_log_dir", "tee"]
 
@@ -29,27 +28,18 @@ def raw_log_dir() -> Path | None:
     return Path(value).expanduser() if value else None
 
 
-class RawLogDecoder:
+class RawLogDecoder(DecoderWrapper):
     """A decoder that also keeps the bytes it is fed, and writes them at the end."""
 
     def __init__(
         self, inner: Decoder, provider: str, redact: Callable[[str], str], folder: Path
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.provider = provider
         self.redact = redact
         self.folder = folder
         self.body = bytearray()
         self.written = False
-
-    @property
-    def error(self) -> ProviderError | None:
-        """The inner decoder's pending error."""
-        return self.inner.error
-
-    @error.setter
-    def error(self, value: ProviderError | None) -> None:
-        self.inner.error = value
 
     def feed(self, chunk: bytes) -> list[ProviderEvent]:
         """The inner decoder's events; the bytes are kept."""

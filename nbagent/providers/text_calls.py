@@ -29,10 +29,9 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from ..errors import ProviderError
 from ..messages import ToolCall, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady
-from .http.decoding import Decoder
+from .http.decoding import Decoder, DecoderWrapper
 
 __all__ = ["TextCallDecoder", "TextCallScanner", "parse_calls", "wrap_decoder"]
 
@@ -324,7 +323,7 @@ def _mistral_named(text: str) -> list[ToolCall] | None:
 # --------------------------------------------------------------------------- decoder hook
 
 
-class TextCallDecoder:
+class TextCallDecoder(DecoderWrapper):
     """An adapter's decoder with a :class:`TextCallScanner` on its text.
 
     Args:
@@ -335,19 +334,10 @@ class TextCallDecoder:
     """
 
     def __init__(self, inner: Decoder, tool_names: Collection[str], echo_key: str | None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.scanner = TextCallScanner(tool_names)
         self.echo_key = echo_key
         self.native = False
-
-    @property
-    def error(self) -> ProviderError | None:
-        """The inner decoder's pending error."""
-        return self.inner.error
-
-    @error.setter
-    def error(self, value: ProviderError | None) -> None:
-        self.inner.error = value
 
     def feed(self, chunk: bytes) -> list[ProviderEvent]:
         """The inner decoder's events, with their text scanned."""

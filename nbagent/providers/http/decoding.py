@@ -54,6 +54,26 @@ class Decoder(Protocol):
         ...
 
 
+class DecoderWrapper:
+    """A decoder around another one (``inner``), whose pending error it shares.
+
+    For decoders that look at, or keep, what an adapter's own decoder produces
+    (tool calls written as text, the raw-response log).
+    """
+
+    def __init__(self, inner: Decoder) -> None:
+        self.inner = inner
+
+    @property
+    def error(self) -> ProviderError | None:
+        """The inner decoder's pending error."""
+        return self.inner.error
+
+    @error.setter
+    def error(self, value: ProviderError | None) -> None:
+        self.inner.error = value
+
+
 class FramedDecoder:
     """What both framings share: ``feed``/``close``, the whole reply, the pending error.
 
