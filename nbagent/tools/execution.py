@@ -17,7 +17,7 @@ from ..messages import ToolCall, ToolResult
 from ..values import cut_middle, preview_value, to_model_text
 from ..workers import TIMED_OUT, AsyncCall, bounded, in_thread, settle
 from .approval import Approver, ApproverFailed, ask
-from .images import with_images
+from .images import may_carry_images, with_images
 from .tool import Tool
 
 DEFAULT_TOOL_TIMEOUT = 60.0
@@ -100,10 +100,11 @@ async def execute_round(
                 limit = max(min(limit_for(call), budget), MIN_CALL_CHARS)
                 result = await _to_result(call, outcome, limit)
                 budget -= len(result.content)
-                images_left = await bounded(  # figures, run_python's plots: made off the loop
-                    with_images, result, outcome.value, limit, budget, seconds=_format_seconds()
-                )
-                budget = budget if images_left is TIMED_OUT else images_left
+                if result.ok and may_carry_images(outcome.value):
+                    images_left = await bounded(  # figures, run_python's plots: off the loop
+                        with_images, result, outcome.value, limit, budget, seconds=_format_seconds()
+                    )
+                    budget = budget if images_left is TIMED_OUT else images_left
                 results.append(result)
                 if on_result is not None:
                     on_result(result)

@@ -41,6 +41,18 @@ def images_of(value: Any) -> tuple[list[Image], list[str]]:
     return images, notes
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+
+
+def may_carry_images(value: Any) -> bool:
+    """False for plain values (exact built-in types), which need no look off the loop.
+
+    Only the type is checked, so no user code runs: most tool results skip the worker
+    thread that :func:`with_images` needs for anything else.
+    """
+    return type(value) not in _PLAIN
+
+
 def with_images(result: ToolResult, value: Any, limit: int, budget: int) -> int:
     """Attach ``value``'s images to ``result`` within ``budget``; returns the budget left.
 
