@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..images import placeholders
 from ..messages import Message
 from .base import ModelRequest
 
@@ -21,7 +22,8 @@ def chat_messages(
 ) -> list[dict[str, Any]]:
     """The compact history as role/content messages (see providers/base.py).
 
-    ``expand_user`` encodes a user message that has images (``{fig}``).
+    ``expand_user`` encodes a user message that has images (``{fig}``), when the
+    request sends images; otherwise the message's text names them.
     """
     out: list[dict[str, Any]] = []
     if request.system:
@@ -29,6 +31,9 @@ def chat_messages(
     for message in request.messages:
         if message.role == "assistant":
             out += expand_assistant(message)
+        elif message.images and not request.images:  # images off: the text names them
+            text = "\n".join([message.content, *placeholders(message.images)])
+            out.append({"role": message.role, "content": text})
         elif message.images and expand_user is not None:
             out.append(expand_user(message))
         else:

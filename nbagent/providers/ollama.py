@@ -225,17 +225,12 @@ def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return chat_messages(
         request,
         lambda message: _expand_assistant(message, request.images),
-        lambda message: _expand_user(message, request.images),
+        _expand_user,
     )
 
 
-def _expand_user(message: Message, images: bool) -> dict[str, Any]:
+def _expand_user(message: Message) -> dict[str, Any]:
     """A prompt with images: its ``images`` field holds them as base64."""
-    if not images:
-        return {
-            "role": "user",
-            "content": "\n".join([message.content, *placeholders(message.images)]),
-        }
     return {
         "role": "user",
         "content": message.content,

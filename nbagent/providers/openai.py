@@ -224,17 +224,12 @@ def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return chat_messages(
         request,
         lambda message: _expand_assistant(message, request.images),
-        lambda message: _expand_user(message, request.images),
+        _expand_user,
     )
 
 
-def _expand_user(message: Message, images: bool) -> dict[str, Any]:
+def _expand_user(message: Message) -> dict[str, Any]:
     """A prompt with images: a text part, then one ``image_url`` part per image."""
-    if not images:
-        return {
-            "role": "user",
-            "content": "\n".join([message.content, *placeholders(message.images)]),
-        }
     parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
     parts += [{"type": "image_url", "image_url": {"url": i.data_url()}} for i in message.images]
     return {"role": "user", "content": parts}
