@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tests.support import network
 from tests.support.env import never_inherited
+from tests.support.servers import WireServer
 
 pytest_plugins = ("pytester",)
 
@@ -31,3 +34,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # session-scoped browser lives; async tests collected after it would then fail to
     # start their own loop. Run the browser tests last.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+@pytest.fixture
+def wire_server() -> Iterator[WireServer]:
+    """A loopback server speaking the providers' wire formats (closed after the test)."""
+    server = WireServer()
+    try:
+        yield server
+    finally:
+        server.close()

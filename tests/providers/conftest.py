@@ -31,7 +31,6 @@ Typical use::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,7 +38,6 @@ import pytest
 from tests.support import history
 from tests.support.cassettes import DATA
 from tests.support.scripted import openai_server  # noqa: F401 (a fixture: the scripted model)
-from tests.support.servers import WireServer
 
 history_home = history.history_home  # the suite's one private-history fixture, and its file
 history_db = history.history_db
@@ -48,15 +46,6 @@ history_db = history.history_db
 @pytest.fixture(autouse=True)
 def _private_history(history_home: Path) -> None:
     """Agents built here keep their history under tmp_path, never the user's file."""
-
-
-@pytest.fixture
-def wire_server() -> Iterator[WireServer]:
-    server = WireServer()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture

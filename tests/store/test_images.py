@@ -14,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +42,6 @@ CHART = to_image(chart())
 CHART_B64 = base64.b64encode(CHART.data).decode()
 FIG = to_image(PILImage.new("RGB", (40, 30), (10, 200, 10)))
 FIG_B64 = base64.b64encode(FIG.data).decode()
-
-
-@pytest.fixture
-def wire_server() -> Iterator[WireServer]:
-    server = WireServer()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def _script_tool_round(kind: str, server: WireServer) -> None:
