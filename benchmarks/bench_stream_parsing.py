@@ -241,17 +241,7 @@ def decode_only(provider_cls: type, chunks: list[bytes], on: bool) -> float:
     request = ModelRequest(
         system=None, messages=[Message("user", "x")], tools=[spec], text_tool_calls=on
     )
-    decoder = provider.decoder(request)
-    gc.collect()
-    gc.disable()  # collections land on whichever variant runs then: keep them out
-    try:
-        started = time.perf_counter()
-        for chunk in chunks:
-            decoder.feed(chunk)
-        decoder.close()
-        return time.perf_counter() - started
-    finally:
-        gc.enable()
+    return _time_feeding(provider.decoder(request), chunks)
 
 
 class _Replay:
@@ -277,14 +267,18 @@ def layer_only(provider_cls: type, chunks: list[bytes]) -> float:
     request = ModelRequest(system=None, messages=[Message("user", "x")], text_tool_calls=False)
     inner = provider.decoder(request)
     batches = [inner.feed(chunk) for chunk in chunks] + [inner.close()]
-    layer = TextCallDecoder(_Replay(batches), ["weather"], None)
+    return _time_feeding(TextCallDecoder(_Replay(batches), ["weather"], None), chunks)
+
+
+def _time_feeding(decoder: Any, chunks: list[bytes]) -> float:
+    """Seconds ``decoder`` takes over ``chunks`` and its close, with the collector off."""
     gc.collect()
-    gc.disable()
+    gc.disable()  # collections land on whichever variant runs then: keep them out
     try:
         started = time.perf_counter()
         for chunk in chunks:
-            layer.feed(chunk)
-        layer.close()
+            decoder.feed(chunk)
+        decoder.close()
         return time.perf_counter() - started
     finally:
         gc.enable()
