@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nbagent._internal.values import to_model_text
 from nbagent.tools import PER_CALL_CHARS
-from nbagent.values import to_model_text
 
 ROWS = 10_000_000
 

@@ -6,7 +6,7 @@
    ``repr()`` of every variable, what a naive inventory does (over the frames only,
    which is already far slower).
 2. A 1,024-px matplotlib figure (10.24 × 7.68 in at 100 dpi) to a model-ready PNG
-   (``nbagent.images.to_image``), for a typical plot and a busy one. Goal: under
+   (``nbagent._internal.images.to_image``), for a typical plot and a busy one. Goal: under
    100 ms. Baseline: the same figure's ``savefig`` at its own size, the floor any
    conversion pays (rendering and PNG encoding are matplotlib's and zlib's).
 
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nbagent.images import to_image
+from nbagent._internal.images import to_image
 from nbagent.kernel import kernel_tools
 
 VARIABLES = 10_000

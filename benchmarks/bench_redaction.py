@@ -60,13 +60,13 @@ def main() -> None:
         ("redaction.scrub (process)", getattr(redaction, "scrub", None) and process),
     ]  # fmt: skip
     try:
-        from nbagent.safe_text import clean
+        from nbagent._internal.safe_text import clean
 
         rows.append(("safe_text.clean", lambda: clean(text)))
     except ImportError:
         rows.append(("safe_text.clean", None))
     try:
-        from nbagent.bounded import dumps
+        from nbagent._internal.bounded import dumps
 
         items = [LINE] * (1_000_000 // len(LINE))
         rows.append(("bounded.dumps (1 MB list)", lambda: dumps(items)))

@@ -27,8 +27,8 @@ import pandas as pd  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 from nbagent.messages import Usage  # noqa: E402
-from nbagent.output import OutputSpec  # noqa: E402
 from nbagent.results import RunResult  # noqa: E402
+from nbagent.run.output import OutputSpec  # noqa: E402
 
 
 class Sale(BaseModel):

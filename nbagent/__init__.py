@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typing
 
-from . import logs
+from ._internal import logs
 from .agent import Agent
 from .errors import ConfigError, NbAgentError, ProviderError, ToolError
 from .events import (
@@ -102,8 +102,8 @@ def __getattr__(name: str) -> typing.Any:
 
 # Issue 14: progress lines from tools, their event, and the step-by-step API.
 from .events import ToolProgress as ToolProgress  # noqa: E402
-from .steps import ModelReply as ModelReply  # noqa: E402
-from .steps import Steps as Steps  # noqa: E402
+from .run.steps import ModelReply as ModelReply  # noqa: E402
+from .run.steps import Steps as Steps  # noqa: E402
 from .tools import progress as progress  # noqa: E402
 
 __all__ = sorted(  # noqa: PLE0605 - CONSTANTS, then Classes, then functions (RUF022's order)

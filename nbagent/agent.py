@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .events import Event, RunFinished
-from .loop import LOOP_OPTIONS, LoopSettings, Run
 from .messages import Conversation
 from .providers import Provider, get_provider, makes_http_requests, resolve_model
 from .results import RunResult, set_renderer
+from .run.loop import LOOP_OPTIONS, LoopSettings, Run
 from .tools import Approver, Tool, as_tools
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ class Agent:
             require_price(provider.name, provider.model)  # before any request is sent
         self._writer = None
         if self.store is not None:
-            from .redaction import collect_secrets
+            from ._internal.redaction import collect_secrets
 
             secrets = collect_secrets(self._provider_options, self._provider_options.get("env"))
             # The one write path into the history: stream() hands it every event.
@@ -330,7 +330,7 @@ class Agent:
         A KeyboardInterrupt cancels the run; the remaining events (ending with
         RunFinished, stop_reason "cancelled") are still yielded, then it is re-raised.
         """
-        from ._sync import iterate_in_background
+        from ._internal.sync import iterate_in_background
 
         if overrides.get("tools") is not None:
             # On this thread: listing an MCP server's tools may start it (a sync wait that
@@ -372,7 +372,7 @@ class Agent:
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous code; safe inside Jupyter's running loop."""
-        from ._sync import run_in_background
+        from ._internal.sync import run_in_background
 
         run_in_background(self.aclose)
 

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._internal.safe_text import one_line
 from .errors import ConfigError
-from .safe_text import one_line
 
 QUICKSTART = "01_quickstart.ipynb"
 NEEDS = {  # module -> extra that installs it

@@ -9,7 +9,7 @@ NbAgentError
 
 from __future__ import annotations
 
-from .safe_text import clean
+from ._internal.safe_text import clean
 
 
 class NbAgentError(Exception):

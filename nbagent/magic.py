@@ -27,10 +27,10 @@ from IPython.core.error import UsageError as _IPythonUsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from ._internal.safe_text import clean
 from .agent import Agent
 from .errors import ConfigError, NbAgentError
 from .kernel.prompt import Interpolated, PromptError, interpolate_prompt
-from .safe_text import clean
 from .tools import REGISTRY, Tool
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .bounded import dumps
-from .images import Image
-from .markdown_text import code_fence, code_span, inline_text
-from .redaction import scrub
+from ._internal.bounded import dumps
+from ._internal.images import Image
+from ._internal.markdown_text import code_fence, code_span, inline_text
+from ._internal.redaction import scrub
 
 Role = Literal["system", "user", "assistant"]
 

@@ -39,9 +39,9 @@ from typing import Any
 
 import httpx
 
+from ._internal.redaction import REDACTED, scrub, scrub_stream  # one redaction for every output
 from .errors import ConfigError, ReplayMissError
 from .providers import invented_id_patterns, secret_headers
-from .redaction import REDACTED, scrub, scrub_stream  # one redaction for every output
 
 __all__ = [
     "RecordingTransport",

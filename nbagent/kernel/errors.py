@@ -7,7 +7,7 @@ import sys
 import traceback
 from typing import Any
 
-from ..values import cut_middle
+from .._internal.values import cut_middle
 from .namespace import KernelView
 
 __all__ = ["last_error_text", "trimmed_traceback"]

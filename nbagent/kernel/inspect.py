@@ -10,7 +10,7 @@ import ast
 import difflib
 from typing import Any
 
-from ..values import cut_middle, is_frame
+from .._internal.values import cut_middle, is_frame
 from .namespace import KernelView
 
 __all__ = ["InspectError", "inspect_text", "resolve"]

@@ -1,7 +1,7 @@
 """Prompt interpolation: ``{name}``, ``{In[3]}``, ``{Out[3]}``, ``{_}``, ``{Err}``, ``{fig}``.
 
 :func:`interpolate_prompt` replaces each field with a bounded view of the value
-(:func:`nbagent.values.prompt_text`), attaches image values (``{fig}``) to the
+(:func:`nbagent._internal.values.prompt_text`), attaches image values (``{fig}``) to the
 prompt instead of writing them out, and says what it shortened, so the surface
 can show the user what the model was actually sent.
 
@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..images import Image, is_image_like, to_image
-from ..values import PROMPT_CHARS, PROMPT_ROWS, frame_shape, is_frame, prompt_text
-from ..workers import TIMED_OUT, wait_bounded
+from .._internal.images import Image, is_image_like, to_image
+from .._internal.values import PROMPT_CHARS, PROMPT_ROWS, frame_shape, is_frame, prompt_text
+from .._internal.workers import TIMED_OUT, wait_bounded
 
 __all__ = ["FIELD", "PROMPT_SECONDS", "Interpolated", "PromptError", "interpolate_prompt"]
 

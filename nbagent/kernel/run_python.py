@@ -16,8 +16,8 @@ import linecache
 import sys
 from typing import Any
 
-from ..images import is_image_like
-from ..values import cut_middle, to_model_text
+from .._internal.images import is_image_like
+from .._internal.values import cut_middle, to_model_text
 from .errors import trimmed_traceback
 from .mainthread import JobTimedOut, call_on_main_thread
 from .namespace import KernelView
@@ -165,7 +165,7 @@ class RunPythonOutput:
 
     def _repr_png_(self) -> bytes | None:
         """The first figure, for the round panel."""
-        from ..images import to_image
+        from .._internal.images import to_image
 
         for candidate in self.model_images:
             try:

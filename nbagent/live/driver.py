@@ -31,7 +31,7 @@ from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._sync import iterate_in_background, run_in_background
+from .._internal.sync import iterate_in_background, run_in_background
 from ..events import ToolCallFinished
 from ..kernel.mainthread import MAIN_THREAD_POSTER, MainThreadJob
 from ..render import Transcript

@@ -9,8 +9,8 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._internal.images import MAX_PIXELS
 from ..errors import ConfigError, NbAgentError
-from ..images import MAX_PIXELS
 from ..messages import ToolCall
 from ..tools import Tool
 

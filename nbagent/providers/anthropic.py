@@ -13,8 +13,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from .._internal.images import Image, placeholders
 from ..errors import ProviderError
-from ..images import Image, placeholders
 from ..messages import ToolCall, ToolRound, Usage
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .http import HttpProvider, SSEDecoder

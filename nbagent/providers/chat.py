@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..images import placeholders
+from .._internal.images import placeholders
 from ..messages import Message
 from .base import ModelRequest
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from .._internal.images import placeholders
 from ..errors import ProviderError
-from ..images import placeholders
 from ..messages import ToolCall, ToolRound, Usage, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .http import HttpProvider, SSEDecoder

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._internal.images import placeholders
 from ..errors import ProviderError
-from ..images import placeholders
 from ..messages import Message, ToolCall, ToolResult, ToolRound, Usage, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .chat import chat_messages

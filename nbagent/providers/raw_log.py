@@ -3,7 +3,7 @@
 For debugging a server's wire format: each response body (streamed or not) is
 written, as received, to ``DIR/YYYY-MM-DD/HHMMSS.ffffff-<provider>.txt`` once it
 ended (or failed), with the provider's secrets and anything shaped like an API
-key replaced by ``[redacted]`` (:mod:`nbagent.redaction`). Off when unset.
+key replaced by ``[redacted]`` (:mod:`nbagent._internal.redaction`). Off when unset.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ was asked, not an empty call.
 
 from __future__ import annotations
 
-from ..bounded import dumps
+from .._internal.bounded import dumps
 from ..messages import ToolCall
 
 __all__ = ["APPROVAL_LIMIT", "arguments_text", "call_signature"]

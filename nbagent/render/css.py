@@ -8,7 +8,7 @@ nbconvert HTML, GitHub previews that keep the ``<style>``).
 
 from __future__ import annotations
 
-from ..redaction import scrub_known
+from .._internal.redaction import scrub_known
 
 __all__ = ["CSS", "ROOT_CLASS", "STYLE_TAG", "wrap"]
 

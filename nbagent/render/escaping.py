@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..safe_text import clean
+from .._internal.safe_text import clean
 
 __all__ = ["escape"]
 
@@ -19,6 +19,6 @@ __all__ = ["escape"]
 def escape(text: Any) -> str:
     """``text`` as HTML text or attribute value (quotes escaped too).
 
-    Control and bidi characters become U+FFFD first (:func:`nbagent.safe_text.clean`).
+    Control and bidi characters become U+FFFD first (:func:`nbagent._internal.safe_text.clean`).
     """
     return html.escape(clean(str(text)), quote=True)

@@ -1,7 +1,7 @@
 """The Markdown twin of a run (nbconvert to Markdown, chat logs, ``text/markdown``).
 
 Everything a model or a tool produced goes into code fences or through
-:func:`~nbagent.markdown_text.inline_text`, so the twin stays inert even under a
+:func:`~nbagent._internal.markdown_text.inline_text`, so the twin stays inert even under a
 Markdown renderer that allows raw HTML.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..markdown_text import code_fence, inline_text
+from .._internal.markdown_text import code_fence, inline_text
+from .._internal.redaction import scrub
 from ..messages import ToolRound
-from ..redaction import scrub
 from .arguments import arguments_text
 from .summary import call_status, footer_text, round_summary, typed_text
 

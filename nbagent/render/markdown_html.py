@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..safe_text import clean
+from .._internal.safe_text import clean
 from .escaping import escape
 
 __all__ = ["render_markdown"]

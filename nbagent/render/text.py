@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._internal.redaction import scrub
+from .._internal.safe_text import clean
 from ..messages import ToolRound
-from ..redaction import scrub
-from ..safe_text import clean
 from .arguments import call_signature
 from .summary import call_status, footer_text, round_summary, typed_text
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .._internal.markdown_text import inline_text
+from .._internal.redaction import scrub
 from ..events import (
     Event,
     RoundFinished,
@@ -21,9 +23,7 @@ from ..events import (
     ToolCallStarted,
     ToolProgress,
 )
-from ..markdown_text import inline_text
 from ..messages import ToolCall, ToolResult, ToolRound
-from ..redaction import scrub
 from .bundle import mime_bundle
 from .css import wrap
 from .escaping import escape

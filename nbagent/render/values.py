@@ -13,9 +13,9 @@ import io
 import json
 from typing import Any
 
-from ..bounded import dumps, safe_repr
-from ..safe_text import clean
-from ..values import bounded_cells, frame_shape, is_frame
+from .._internal.bounded import dumps, safe_repr
+from .._internal.safe_text import clean
+from .._internal.values import bounded_cells, frame_shape, is_frame
 from .escaping import escape
 
 __all__ = ["render_value_html"]
@@ -108,7 +108,7 @@ def render_value_html(value: Any, content: str = "", *, max_rows: int = 10) -> s
     if png is not None:
         return _png_html(png, f"{type(value).__name__} returned by the tool")
     if isinstance(value, (dict, list, tuple, int, float, bool)):
-        # Bounded: depth, cycles and sizes limited (nbagent.bounded), never raises.
+        # Bounded: depth, cycles and sizes limited (nbagent._internal.bounded), never raises.
         return _pre(dumps(value, indent=2))
     # Other objects: their _repr_html_ could carry script, so show text only.
     return _json_or_text(content) if content else _pre(safe_repr(value, _MAX_TEXT_CHARS))

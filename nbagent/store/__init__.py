@@ -28,8 +28,8 @@ Modules, from the file up:
 - ``location``: where the file lives, the shared default Store, ``history()``.
 """
 
-from ..redaction import REDACTED, Scrubber, collect_secrets
-from ..values import PREVIEW_CHARS, preview_value
+from .._internal.redaction import REDACTED, Scrubber, collect_secrets
+from .._internal.values import PREVIEW_CHARS, preview_value
 from .database import HistoryWarning
 from .export import export_conversation, last_model
 from .location import default_store, history, history_path, resolve_store

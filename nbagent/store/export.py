@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._internal.redaction import scrub_known
 from ..messages import Conversation
-from ..redaction import scrub_known
 
 if TYPE_CHECKING:
     import pandas

@@ -2,7 +2,7 @@
 
 A resumed conversation must expand its images in later requests exactly as the
 live one did, so the encoded bytes (already downscaled for the model, see
-:mod:`nbagent.images`) are stored with their media type and size. Size is
+:mod:`nbagent._internal.images`) are stored with their media type and size. Size is
 bounded: an image over :data:`MAX_IMAGE_BYTES`, the images of one prompt or
 result past :data:`MAX_IMAGES_PER_ITEM`, and anything once a conversation holds
 :data:`MAX_CONVERSATION_BYTES` of images keep only their row (type and size):
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-from ..images import Image
+from .._internal.images import Image
 
 MAX_IMAGE_BYTES = 5 << 20
 """Largest image stored with its bytes (5 MiB, the per-image limit of the strictest API)."""

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._internal.redaction import Scrubber
 from ..errors import ConfigError
 from ..messages import Conversation
-from ..redaction import Scrubber
 from .database import Database
 from .export import COLUMNS, conversations_frame, export_conversation
 from .rows import load_conversation, message_rows

@@ -1,6 +1,6 @@
 """Rows of the history database: a run's start, rounds and answer written, a conversation read back.
 
-Every text written goes through the run's :class:`~nbagent.redaction.Scrubber`, so
+Every text written goes through the run's :class:`~nbagent._internal.redaction.Scrubber`, so
 secrets never reach the file. These functions run inside a transaction the caller
 opened (see :class:`~nbagent.store.database.Database`); they only speak SQL.
 """
@@ -11,9 +11,9 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from .._internal.redaction import Scrubber, scrub_optional
+from .._internal.values import preview_value
 from ..messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
-from ..redaction import Scrubber, scrub_optional
-from ..values import preview_value
 from .image_rows import insert_images, load_images
 
 if TYPE_CHECKING:

@@ -25,9 +25,9 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .._internal.redaction import Scrubber
 from ..events import Event, RoundFinished, RunFinished, RunStarted
 from ..messages import Conversation, Message, new_id
-from ..redaction import Scrubber
 from .database import Database, HistoryWarning
 from .rows import (
     foreign_rows,

@@ -13,8 +13,8 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from .._internal.workers import in_thread
 from ..messages import ToolCall
-from ..workers import in_thread
 
 if TYPE_CHECKING:
     from .tool import Tool

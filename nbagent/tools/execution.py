@@ -12,10 +12,10 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..deadline import expired, remaining
+from .._internal.deadline import expired, remaining
+from .._internal.values import cut_middle, preview_value, to_model_text
+from .._internal.workers import TIMED_OUT, AsyncCall, bounded, in_thread, settle
 from ..messages import ToolCall, ToolResult
-from ..values import cut_middle, preview_value, to_model_text
-from ..workers import TIMED_OUT, AsyncCall, bounded, in_thread, settle
 from .approval import Approver, ApproverFailed, ask
 from .images import may_carry_images, with_images
 from .tool import Tool

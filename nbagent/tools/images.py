@@ -1,7 +1,7 @@
 """Tool results that carry images: a figure a tool returned, the plots ``run_python`` drew.
 
 :func:`with_images` is called once per result, in call order, after the result's
-text was made: it attaches the images (downscaled, see :mod:`nbagent.images`) and
+text was made: it attaches the images (downscaled, see :mod:`nbagent._internal.images`) and
 charges them to what is left of the round's budget. An image that no longer fits,
 or that cannot be converted, is named in the text instead of sent.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..images import Image, is_image_like, to_image
+from .._internal.images import Image, is_image_like, to_image
+from .._internal.values import cut_middle
 from ..messages import ToolResult
-from ..values import cut_middle
 
 
 def images_of(value: Any) -> tuple[list[Image], list[str]]:

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from nbagent import Agent, tool
+from nbagent._internal.values import cut_middle, to_model_text
 from nbagent.testing import ScriptedModel, call, reply
-from nbagent.values import cut_middle, to_model_text
 
 
 def test_cut_middle_marker_counts_what_was_cut():

@@ -1,4 +1,4 @@
-"""nbagent.images: what notebooks hold becomes a bounded, model-ready image; bad input is named."""
+"""nbagent._internal.images: notebook images become bounded, model-ready images; bad input is named."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from nbagent.images import MAX_SIDE, Image, image_size, is_image_like, to_image
+from nbagent._internal.images import MAX_SIDE, Image, image_size, is_image_like, to_image
 
 
 def _png_header(width: int, height: int) -> bytes:

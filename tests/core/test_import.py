@@ -23,7 +23,7 @@ def test_import_does_not_pull_heavy_or_optional_modules():
     for private in ("nbagent.magic", "nbagent.widget", "nbagent.render", "nbagent.store"):
         assert private not in loaded, private
     # The optional extras (mcp, otel, cost) and nbagent's modules over them load on use.
-    for optional in ("mcp", "opentelemetry", "genai_prices", "nbagent.mcp", "nbagent.output",
+    for optional in ("mcp", "opentelemetry", "genai_prices", "nbagent.mcp", "nbagent.run.output",
                      "nbagent.cost", "nbagent.tracing"):  # fmt: skip
         assert not any(m == optional or m.startswith(optional + ".") for m in loaded), optional
 

@@ -19,17 +19,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "nbagent"
 
 # The first matching prefix decides a module's layer (longest prefixes first).
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
-    (0, ("nbagent.errors", "nbagent.redaction", "nbagent.markdown_text", "nbagent.values",
-         "nbagent.logs", "nbagent._sync", "nbagent.deadline", "nbagent.workers")),
-    (0, ("nbagent.safe_text", "nbagent.bounded")),  # issue 10: output safety, bounded values
-    (0, ("nbagent.images",)),
+    (0, ("nbagent._internal", "nbagent.errors")),  # internal leaves: text, values, threads, logs
     (1, ("nbagent.messages",)),
     (2, ("nbagent.results", "nbagent.events", "nbagent.cost")),
     (3, ("nbagent.tools",)),
     (3, ("nbagent.kernel",)),
-    (4, ("nbagent.providers", "nbagent.testing", "nbagent.mcp",
-         "nbagent.output")),
-    (5, ("nbagent.loop", "nbagent.budget", "nbagent.status", "nbagent.steps")),
+    (4, ("nbagent.providers", "nbagent.testing", "nbagent.mcp", "nbagent.run.output")),
+    (5, ("nbagent.run",)),  # the run engine: loop, steps, budgets, status lines
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render", "nbagent.tracing")),
     (7, ("nbagent.agent",)),
     (8, ("nbagent.magic", "nbagent.widget", "nbagent.live", "nbagent.terminal",

@@ -298,7 +298,7 @@ def ollama_pieces(text: str) -> list[dict[str, Any]]:
 def test_a_logged_traceback_is_redacted_too(caplog):
     import logging
 
-    from nbagent.redaction import Scrubber
+    from nbagent._internal.redaction import Scrubber
 
     Scrubber([KEY])  # the process now knows the key, as an agent's provider makes it
     logger = logging.getLogger("nbagent")

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from nbagent._internal.values import preview_value, prompt_text
 from nbagent.render import render_result_html, render_result_markdown, render_result_text
 from nbagent.testing import call, reply
 from nbagent.tools import tool
-from nbagent.values import preview_value, prompt_text
 from tests.support import history
 from tests.support.agents import scripted_agent
 from tests.support.history import query

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 
 from nbagent import Agent
 from nbagent.messages import Message
-from nbagent.output import OutputSpec
 from nbagent.providers.base import ModelRequest, TextChunk
+from nbagent.run.output import OutputSpec
 
 pytestmark = pytest.mark.local_model
 

@@ -16,10 +16,10 @@ import traceback
 import pytest
 
 from nbagent import Agent
+from nbagent._internal.redaction import REDACTED
 from nbagent.errors import ProviderError
 from nbagent.providers.anthropic import AnthropicProvider
 from nbagent.providers.gemini import GeminiProvider
-from nbagent.redaction import REDACTED
 from tests.support.servers import Anthropic, Reply
 
 KEY = "sk-test-key-LEAKCHECK-8f3a2c71d9"

@@ -18,7 +18,7 @@ import pytest
 from PIL import Image as PILImage
 
 from nbagent import Agent
-from nbagent.images import to_image
+from nbagent._internal.images import to_image
 from nbagent.tools import Tool
 from tests.support.agents import http_agent
 from tests.support.servers import Anthropic, Gemini, Ollama, OpenAI, Reply, WireServer

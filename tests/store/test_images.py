@@ -21,7 +21,7 @@ import pytest
 from PIL import Image as PILImage
 
 from nbagent import Agent
-from nbagent.images import Image, to_image
+from nbagent._internal.images import Image, to_image
 from nbagent.store import SCHEMA_VERSION, Store
 from nbagent.store.image_rows import MAX_IMAGE_BYTES
 from nbagent.testing import ScriptedModel, call, reply

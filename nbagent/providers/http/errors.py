@@ -3,7 +3,7 @@
 :func:`error_from_body` reads the error shapes of OpenAI, vLLM, Anthropic, Gemini
 and Ollama. :class:`ErrorReporter` makes the errors of one provider instance: it
 adds the "what to set" hint to a 401 and redacts the instance's secrets (through
-:mod:`nbagent.redaction`, the one redaction nbagent has) from every text.
+:mod:`nbagent._internal.redaction`, the one redaction nbagent has) from every text.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from ..._internal.redaction import Scrubber
 from ...errors import ProviderError
-from ...redaction import Scrubber
 from .retry import finite_seconds
 
 __all__ = ["ErrorReporter", "error_from_body", "payload_error"]

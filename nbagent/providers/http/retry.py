@@ -7,7 +7,7 @@ failures / timeouts, with exponential backoff and jitter, honouring
 ``RetryInfo.retryDelay``. A 429 whose error says the quota or credit is
 exhausted is never retried, nor is a server asking to wait longer than
 :data:`MAX_RETRY_WAIT_S` (whatever ``x-should-retry`` says), nor one whose wait
-would outlast the run (see :mod:`nbagent.deadline`): those fail at once with the
+would outlast the run (see :mod:`nbagent._internal.deadline`): those fail at once with the
 provider's own message. Unparsable waits fall back to the normal backoff.
 """
 

@@ -43,7 +43,7 @@ from typing import Any
 import httpx
 from pydantic_core import from_json
 
-from ...deadline import remaining
+from ..._internal.deadline import remaining
 from ...errors import ProviderError
 from .errors import ErrorReporter, error_from_body, payload_error
 from .retry import MAX_RETRY_WAIT_S, RetryPolicy, retry_after

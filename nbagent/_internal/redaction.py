@@ -100,7 +100,7 @@ class Scrubber:
     def json_text(self, value: Any) -> str | None:
         """``value`` (free text: a model's tool arguments) as JSON, redacted as :meth:`text`.
 
-        A value nested too deep for ``json`` is stored bounded (nbagent.bounded).
+        A value nested too deep for ``json`` is stored bounded (nbagent._internal.bounded).
         """
         if value is None:
             return None
@@ -281,7 +281,7 @@ class RedactingFilter(logging.Filter):
 
     The record's message is formatted here (arguments merged), redacted, and made
     one terminal-safe line by ``clean``, a function given by the caller (the
-    ``nbagent.safe_text`` rule).
+    ``nbagent._internal.safe_text`` rule).
     """
 
     def __init__(self, clean: Callable[[str], str] = lambda s: s) -> None:

@@ -1,6 +1,6 @@
 """The loop's pieces, public: drive the rounds yourself.
 
-The automatic loop (:class:`nbagent.loop.Run`) is built on these pieces; use them
+The automatic loop (:class:`nbagent.run.loop.Run`) is built on these pieces; use them
 directly to decide between rounds yourself (inspect the calls, skip some, stop
 early, log)::
 
@@ -30,11 +30,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
+from ..providers.base import Finished, ModelRequest, Provider, TextChunk, ToolCallReady, UsageReport
+from ..results import RunResult
+from ..tools import Tool, execute_round, wrap_call
 from .budget import TokenMeter, context_window, fit_request
-from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
-from .providers.base import Finished, ModelRequest, Provider, TextChunk, ToolCallReady, UsageReport
-from .results import RunResult
-from .tools import Tool, execute_round, wrap_call
 
 __all__ = [
     "FINAL_INSTRUCTIONS",

@@ -19,8 +19,8 @@ import json
 import math
 import re
 
-from .messages import ToolResult, ToolRound
-from .providers.base import ModelRequest
+from ..messages import ToolResult, ToolRound
+from ..providers.base import ModelRequest
 
 __all__ = [
     "CONTEXT_WINDOWS",

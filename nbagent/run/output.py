@@ -23,9 +23,9 @@ import json
 import re
 from typing import Any
 
-from .errors import ConfigError
-from .messages import ToolCall, ToolSpec
-from .providers.base import ModelRequest
+from ..errors import ConfigError
+from ..messages import ToolCall, ToolSpec
+from ..providers.base import ModelRequest
 
 RETRIES = 2
 """Validation retries before a run stops with ``stop_reason="output_invalid"``."""
@@ -79,7 +79,7 @@ class OutputSpec:
             # Gemini 2.x refuses a JSON response mime type beside function declarations.
             system = _join(system, self.instruction())
         elif provider == "gemini":
-            from .providers.schema_convert import to_gemini_schema
+            from ..providers.schema_convert import to_gemini_schema
 
             generation = dict(extra.get("generationConfig") or {})
             generation["responseMimeType"] = "application/json"

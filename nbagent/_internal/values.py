@@ -83,7 +83,7 @@ def to_model_text(value: Any, limit: int) -> tuple[str, bool]:
 def _json_text(value: Any) -> tuple[str, bool]:
     """JSON for plain data; long containers keep their first items and say how many.
 
-    Bounded (:mod:`nbagent.bounded`): depth, cycles and sizes are limited, so a list
+    Bounded (:mod:`nbagent._internal.bounded`): depth, cycles and sizes are limited, so a list
     nested 100,000 deep becomes a short placeholder, not a RecursionError.
     """
     partial = isinstance(value, (list, tuple, dict, set, frozenset)) and len(value) > MAX_ITEMS

@@ -4,7 +4,7 @@ A leaf module. ``import nbagent`` calls :func:`configure_logging` once, so
 ``NBAGENT_LOG=debug`` (or info, warning...) shows the loop's log on stderr:
 round start, calls started, each result with its outcome, round end, run end.
 
-Every record of the ``nbagent`` loggers passes :class:`~nbagent.redaction.RedactingFilter`
+Every record of the ``nbagent`` loggers passes :class:`~nbagent._internal.redaction.RedactingFilter`
 first: secrets redacted, control and bidi characters made visible, one line per
 record (so a server-chosen tool name cannot forge or recolour a log line).
 """

@@ -17,10 +17,10 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import status as statuses
-from .deadline import context_with_deadline
-from .errors import ProviderError, ToolError
-from .events import (
+from .._internal.deadline import context_with_deadline
+from .._internal.images import Image, accepts_images
+from ..errors import ProviderError, ToolError
+from ..events import (
     Event,
     RoundFinished,
     RunFinished,
@@ -31,10 +31,17 @@ from .events import (
     ToolCallStarted,
     ToolProgress,
 )
-from .images import Image, accepts_images
-from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
-from .providers.base import ModelRequest, Provider, TextChunk
-from .results import RunResult, stop_reason_words
+from ..messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
+from ..providers.base import ModelRequest, Provider, TextChunk
+from ..results import RunResult, stop_reason_words
+from ..tools import (
+    PER_CALL_CHARS,
+    PER_ROUND_CHARS,
+    Approver,
+    Middleware,
+    Tool,
+)
+from . import status as statuses
 from .status import title_case
 from .steps import (
     FINAL_ANSWER_INSTRUCTION,
@@ -42,13 +49,6 @@ from .steps import (
     RequestPlanner,
     execute_calls,
     send_request,
-)
-from .tools import (
-    PER_CALL_CHARS,
-    PER_ROUND_CHARS,
-    Approver,
-    Middleware,
-    Tool,
 )
 
 logger = logging.getLogger("nbagent")
@@ -103,7 +103,7 @@ class LoopSettings:
     max_cost: float | None = None
     """USD: stop before a request whose estimated price would exceed it (``nbagent.cost``)."""
     output_type: Any = None
-    """The type of ``result.output`` (``nbagent.output``); None for the answer text."""
+    """The type of ``result.output`` (``nbagent.run.output``); None for the answer text."""
     text_tool_calls: bool = True
     """Recognise tool calls written as text (and ``<think>`` blocks) in replies."""
     status_model: str | Provider | None = None
@@ -111,7 +111,7 @@ class LoopSettings:
     tool_middleware: Sequence[Middleware] = field(default_factory=tuple)
     """Functions wrapping every tool call (``nbagent.tools.cache``, ``rate_limit``...)."""
     context_window: int | None = None
-    """The model's context window in tokens (default: the table in ``nbagent.budget``)."""
+    """The model's context window in tokens (default: the table in ``nbagent.run.budget``)."""
     max_tool_only_rounds: int | None = None
     """Force the final answer after this many consecutive rounds of calls without text."""
 
@@ -164,7 +164,7 @@ class Run:
         self._tools_refused = False
         self._notes: list[str] = []
         self._status_provider: Provider | None = None
-        self.output: Any = None  # an nbagent.output.OutputSpec (imported only when used)
+        self.output: Any = None  # an nbagent.run.output.OutputSpec (imported only when used)
         if settings.output_type is not None:
             from .output import OutputSpec
 
@@ -390,7 +390,7 @@ class Run:
                 self.message.content = ""  # the rejected answer was only lent to the request
         calls, usage, provider_data = reply.calls, reply.usage, reply.provider_data
         if usage.total_tokens:  # the provider reported usage: dollars from genai-prices
-            from .cost import price
+            from ..cost import price
 
             usage.cost = price(self.provider.name, self.provider.model, usage)
         self._planner.learn(request, usage)
@@ -468,7 +468,7 @@ class Run:
             return None
         if self._status_provider is None:
             if isinstance(choice, str):
-                from .providers import get_provider
+                from ..providers import get_provider
 
                 self._status_provider = get_provider(choice)
             else:
@@ -504,7 +504,7 @@ class Run:
         """Whether what was spent plus the next request's estimated input exceeds max_cost."""
         if self.settings.max_cost is None:
             return False
-        from .cost import budget_stop
+        from ..cost import budget_stop
 
         tools = [t.spec for t in self.tools.values()]
         head = budget_stop(

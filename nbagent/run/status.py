@@ -15,8 +15,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from .messages import Message, ToolCall
-from .providers.base import ModelRequest, Provider, TextChunk
+from ..messages import Message, ToolCall
+from ..providers.base import ModelRequest, Provider, TextChunk
 
 logger = logging.getLogger("nbagent")
 
