@@ -1,4 +1,4 @@
-"""nbagent._internal.images: notebook images become bounded, model-ready images; bad input is named."""
+"""nbagent._internal.images: notebook images become bounded, model-ready images."""
 
 from __future__ import annotations
 
