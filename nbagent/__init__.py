@@ -20,10 +20,12 @@ from .events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, ToolSpec, Usage
 from .results import RunResult
-from .tools import REGISTRY, Tool, tool
+from .run.steps import ModelReply, Steps
+from .tools import REGISTRY, Tool, progress, tool
 
 logs.configure_logging()  # NBAGENT_LOG=debug shows the loop's log on stderr
 
@@ -36,6 +38,7 @@ __all__ = [
     "Conversation",
     "Event",
     "Message",
+    "ModelReply",
     "NbAgentError",
     "ProviderError",
     "RoundFinished",
@@ -43,12 +46,14 @@ __all__ = [
     "RunResult",
     "RunStarted",
     "Status",
+    "Steps",
     "TextDelta",
     "Tool",
     "ToolCall",
     "ToolCallFinished",
     "ToolCallStarted",
     "ToolError",
+    "ToolProgress",
     "ToolResult",
     "ToolRound",
     "ToolSpec",
@@ -56,6 +61,7 @@ __all__ = [
     "history",
     "kernel_tools",
     "load_ipython_extension",
+    "progress",
     "tool",
 ]
 
@@ -99,14 +105,3 @@ def __getattr__(name: str) -> typing.Any:
         return ChatWidget
     raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
 
-
-# Issue 14: progress lines from tools, their event, and the step-by-step API.
-from .events import ToolProgress as ToolProgress  # noqa: E402
-from .run.steps import ModelReply as ModelReply  # noqa: E402
-from .run.steps import Steps as Steps  # noqa: E402
-from .tools import progress as progress  # noqa: E402
-
-__all__ = sorted(  # noqa: PLE0605 - CONSTANTS, then Classes, then functions (RUF022's order)
-    [*__all__, "ModelReply", "Steps", "ToolProgress", "progress"],
-    key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name),
-)
