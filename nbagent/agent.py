@@ -249,7 +249,7 @@ class Agent:
         if settings.max_cost is not None:
             from .cost import require_price
 
-            require_price(provider.name, provider.model)  # before any request is sent
+            require_price(provider)  # before any request is sent
         self._writer = None
         if self.store is not None:
             from ._internal.redaction import collect_secrets
@@ -290,9 +290,7 @@ class Agent:
         from .tracing import run_tracer
 
         writer = self._writer
-        tracer = run_tracer(
-            run.provider.name, run.provider.model, self._provider_options.get("env")
-        )
+        tracer = run_tracer(run.provider, self._provider_options.get("env"))
         events = run.events()
         try:
             async for event in events:

@@ -343,6 +343,12 @@ class AnthropicProvider(HttpProvider):
     key_header, key_prefix = "x-api-key", ""
     secret_headers = ("x-api-key", "authorization")
     default_model = "claude-haiku-4-5"
+    output_mode = "tool"  # no structured output: a final_answer tool carries the answer
+    pricing_id = "anthropic"
+
+    def choose_tool(self, name: str) -> dict[str, Any]:
+        """``tool_choice`` naming one tool (allowed even where tools are otherwise forbidden)."""
+        return {"tool_choice": {"type": "tool", "name": name}}
 
     def headers(self, env: Mapping[str, str]) -> dict[str, str]:
         """The API version every request names."""

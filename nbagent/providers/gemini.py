@@ -263,6 +263,19 @@ class GeminiProvider(HttpProvider):
     secret_headers = ("x-goog-api-key",)
     invented_id_pattern = r"gemini_call_[0-9a-f]{16}"
     default_model = "gemini-2.5-flash"
+    output_mode = "native"  # responseSchema
+    native_output_with_tools = False  # Gemini 2.x refuses a JSON mime type beside functions
+    pricing_id = "google"
+    tracing_name = "gcp.gemini"
+
+    def native_output(
+        self, extra: dict[str, Any], schema: dict[str, Any], name: str
+    ) -> dict[str, Any]:
+        """``generationConfig`` with a JSON response type and the schema in Gemini's subset."""
+        generation = dict(extra.get("generationConfig") or {})
+        generation["responseMimeType"] = "application/json"
+        generation["responseSchema"] = to_gemini_schema(schema)
+        return {**extra, "generationConfig": generation}
 
     def __init__(self, model: str, **options: Any) -> None:
         super().__init__(model.removeprefix("models/"), **options)

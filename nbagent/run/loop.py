@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._internal.deadline import context_with_deadline
-from .._internal.images import Image, accepts_images
+from .._internal.images import Image
 from ..errors import ProviderError, ToolError
 from ..events import (
     Event,
@@ -32,6 +32,7 @@ from ..events import (
     ToolProgress,
 )
 from ..messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage
+from ..providers import accepts_images
 from ..providers.base import ModelRequest, Provider, TextChunk
 from ..results import RunResult, stop_reason_words
 from ..tools import (
@@ -160,7 +161,7 @@ class Run:
         self._pending_round: ToolRound | None = None
         self._error: BaseException | None = None
         self._call_ids: set[str] = set()
-        self._planner = RequestPlanner(settings, self.model_label)
+        self._planner = RequestPlanner(settings, provider)
         self._tools_refused = False
         self._notes: list[str] = []
         self._status_provider: Provider | None = None
@@ -356,9 +357,9 @@ class Run:
             self._stop_reason = "context_window"
         if request is None:
             return None
-        request.images = self.settings.images and accepts_images(self.provider.model)
+        request.images = self.settings.images and accepts_images(self.provider)
         if self.output is not None:
-            request = self.output.prepare(request, self.provider.name, forced=forced is not None)
+            request = self.output.prepare(request, self.provider, forced=forced is not None)
         return request
 
     async def _request(
@@ -392,7 +393,7 @@ class Run:
         if usage.total_tokens:  # the provider reported usage: dollars from genai-prices
             from ..cost import price
 
-            usage.cost = price(self.provider.name, self.provider.model, usage)
+            usage.cost = price(self.provider, usage)
         self._planner.learn(request, usage)
         self.usage = self.usage + usage
         self.message.usage = self.usage
@@ -496,7 +497,7 @@ class Run:
         if self._output_attempts > RETRIES:
             self._output_retry = None
             return "output_invalid"
-        self._output_retry = (text, self.output.feedback(error, self.provider.name))
+        self._output_retry = (text, self.output.feedback(error, self.provider))
         self._emit(Status(f"Fixing the answer to match {self.output.name}…"))
         return "retry"
 

@@ -95,10 +95,10 @@ class RequestPlanner:
     compacted (the run must stop: nothing is sent).
     """
 
-    def __init__(self, settings: Any, model: str) -> None:
+    def __init__(self, settings: Any, provider: Provider) -> None:
         self.settings = settings
         self.meter = TokenMeter()
-        self.window = settings.context_window or context_window(model)
+        self.window = settings.context_window or context_window(provider)
         self.last_estimate = 0
         self.overflow = False
 
@@ -269,7 +269,7 @@ class Steps:
 
     def __post_init__(self) -> None:
         settings = self.agent.settings
-        self.planner = RequestPlanner(settings, self.agent.model)
+        self.planner = RequestPlanner(settings, self.agent.provider)
         self.message = Message(role="assistant", content="", rounds=[], model=self.agent.model)
         self.agent.conversation.messages.append(Message(role="user", content=self.prompt))
         self.agent.conversation.messages.append(self.message)

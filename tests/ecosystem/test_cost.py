@@ -108,16 +108,22 @@ def test_a_cap_on_an_unpriced_model_is_refused_before_any_request(server):
     assert server.count == 0
 
 
-def test_other_providers_are_priced_by_their_own_names():
+def test_other_providers_are_priced_by_the_ids_they_declare():
     from nbagent.cost import price
     from nbagent.messages import Usage
+    from nbagent.providers import get_provider
+    from nbagent.testing import ScriptedModel
 
     usage = Usage(1000, 100)
-    assert price("anthropic", "claude-sonnet-4-5", usage) == pytest.approx(
+    env: dict[str, str] = {}
+    anthropic = get_provider("anthropic:claude-sonnet-4-5", api_key="test-key", env=env)
+    assert price(anthropic, usage) == pytest.approx(
         expected("claude-sonnet-4-5", "anthropic", input_tokens=1000, output_tokens=100)
     )
-    assert price("gemini", "gemini-2.5-flash", usage) == pytest.approx(
+    gemini = get_provider("gemini:gemini-2.5-flash", api_key="test-key", env=env)
+    assert price(gemini, usage) == pytest.approx(
         expected("gemini-2.5-flash", "google", input_tokens=1000, output_tokens=100)
     )
-    assert price("ollama", "llama3.2", usage) is None  # a local model has no list price
-    assert price("scripted", "", usage) is None
+    ollama = get_provider("ollama:llama3.2", env=env)
+    assert price(ollama, usage) is None  # a local model has no list price
+    assert price(ScriptedModel(), usage) is None
