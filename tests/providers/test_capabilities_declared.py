@@ -23,7 +23,14 @@ from pydantic import BaseModel
 from nbagent import Agent, ConfigError
 from nbagent._internal.images import placeholders, to_image
 from nbagent.messages import Message
-from nbagent.providers import Capabilities, ModelRequest, capabilities, get_provider, register
+from nbagent.providers import (
+    Capabilities,
+    ModelRequest,
+    capabilities,
+    get_provider,
+    register,
+    unregister,
+)
 from nbagent.run.output import OutputSpec
 from nbagent.testing import ScriptedModel
 from tests.providers.test_register_outside import MadeUpProvider
@@ -72,7 +79,15 @@ class CapableProvider(MadeUpProvider):
         return body
 
 
-register("capable", CapableProvider)
+@pytest.fixture(autouse=True)
+def registered_capable() -> Any:
+    """The one line a new provider needs (undone after each test: the registry is global)."""
+    register("capable", CapableProvider)
+    try:
+        yield
+    finally:
+        unregister("capable")
+
 
 # --------------------------------------------------------------------------- the server
 
