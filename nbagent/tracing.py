@@ -30,6 +30,7 @@ from .events import (
     ToolCallStarted,
 )
 from .messages import Usage
+from .results import STOPS
 
 CONTENT_VARIABLE = "NBAGENT_OTEL_CONTENT"
 """Set to 1 to record prompts, answers, tool arguments and results on spans."""
@@ -37,7 +38,7 @@ CONTENT_VARIABLE = "NBAGENT_OTEL_CONTENT"
 PROVIDER_NAMES = {"gemini": "gcp.gemini"}
 """nbagent provider names whose ``gen_ai.provider.name`` differs (semantic conventions)."""
 
-ERROR_STOPS = {"error", "timeout", "cancelled", "tool_errors", "output_invalid"}
+ERROR_STOPS = {reason for reason, stop in STOPS.items() if stop.is_error}
 """Stop reasons that mark the run span as failed (``error.type`` = the stop reason)."""
 
 
