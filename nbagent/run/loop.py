@@ -230,7 +230,8 @@ class Run:
             if forced is not None:
                 row = STOPS[forced]
                 logger.warning(
-                    "%s: requesting a final answer without tools", (row.log or "").format(n=round_index)
+                    "%s: requesting a final answer without tools",
+                    (row.log or "").format(n=round_index),
                 )
                 self._emit(Status(row.status or ""))
             started = time.perf_counter()

@@ -457,7 +457,9 @@ class Steps:
 
     def gathered_summary(self) -> str:
         """The forced final answer when the model gave no text: what the tools returned."""
-        lines = [f"Stopped after {len(self.rounds)} tool rounds without a final answer. Tool results:"]
+        lines = [
+            f"Stopped after {len(self.rounds)} tool rounds without a final answer. Tool results:"
+        ]
         for rnd in self.rounds:
             for r in rnd.results:
                 first_line = (r.content.splitlines() or [""])[0][:200]

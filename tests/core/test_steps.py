@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbagent import Agent, Steps
+from nbagent import Agent
 from nbagent.testing import ScriptedModel, call, reply
 
 from .helpers import assert_history_valid
@@ -25,7 +25,7 @@ def forecaster(request: Any) -> Any:
 
 async def test_driving_rounds_by_hand_gives_what_run_gives() -> None:
     agent = Agent(ScriptedModel(forecaster), tools=[get_weather], store=None)
-    steps = Steps(agent, "Weather in Oslo and Rome?")
+    steps = agent.steps("Weather in Oslo and Rome?")
     texts: list[str] = []
     while True:
         request = steps.next_request()
@@ -56,7 +56,7 @@ async def test_driving_rounds_by_hand_gives_what_run_gives() -> None:
 async def test_skipping_a_call_and_asking_for_the_final_answer() -> None:
     model = ScriptedModel(forecaster)
     agent = Agent(model, tools=[get_weather], store=None)
-    steps = Steps(agent, "Weather?")
+    steps = agent.steps("Weather?")
     first = await steps.send(steps.next_request())  # type: ignore[arg-type]
     results = await steps.execute(first)
     steps.append_round(first, results[:1])  # keep only Oslo's: Rome's becomes "not run"
@@ -73,5 +73,5 @@ async def test_skipping_a_call_and_asking_for_the_final_answer() -> None:
 async def test_the_budget_holds_for_hand_driven_rounds_too() -> None:
     agent = Agent(ScriptedModel(forecaster), tools=[get_weather], store=None,
                   max_total_tokens=10)  # fmt: skip
-    steps = Steps(agent, "Weather? " * 50)
+    steps = agent.steps("Weather? " * 50)
     assert steps.next_request() is None  # it would pass the budget: nothing to send
