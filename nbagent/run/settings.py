@@ -27,7 +27,9 @@ from ..tools import PER_CALL_CHARS, PER_ROUND_CHARS, Approver, Middleware, Tool
 if TYPE_CHECKING:
     from ..providers.base import Provider
 
-__all__ = ["GROUPS", "RunInputs", "RunOptions", "RunSettings", "check_names"]
+__all__ = [
+    "GROUPS", "RunInputs", "RunOptions", "RunSettings", "SettingError", "check_names"
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -78,10 +80,32 @@ class RunSettings:
     tool_middleware: Sequence[Middleware] = field(default_factory=tuple)
     """Functions wrapping every tool call (``nbagent.tools.cache``, ``rate_limit``...)."""
 
+    def __post_init__(self) -> None:
+        checks = (
+            ("max_rounds", self.max_rounds >= 0, "must be 0 or more"),
+            ("max_consecutive_errors", self.max_consecutive_errors >= 1, "must be 1 or more"),
+            ("timeout", self.timeout is None or self.timeout > 0,
+             "must be a positive number of seconds"),
+            ("tool_timeout", self.tool_timeout > 0, "must be a positive number of seconds"),
+            ("max_cost", self.max_cost is None or self.max_cost >= 0, "must be 0 or more"),
+        )  # fmt: skip
+        for name, ok, problem in checks:
+            if not ok:
+                raise SettingError(name, problem)
+
     def replace(self, **changes: Any) -> RunSettings:
         """A copy with ``changes`` (a misspelt name is a TypeError naming the nearest)."""
         check_names(changes, FIELDS, "setting")
         return dataclasses.replace(self, **changes) if changes else self
+
+
+class SettingError(ValueError):
+    """A setting out of its range (``max_rounds=-1``); ``setting`` names it."""
+
+    def __init__(self, setting: str, problem: str) -> None:
+        super().__init__(f"{setting} {problem}")
+        self.setting = setting
+        self.problem = problem
 
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(RunSettings))
