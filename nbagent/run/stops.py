@@ -66,8 +66,7 @@ STOPS: dict[StopReason, Stop] = {
         Stop("complete", "the model answered without asking for tools", "complete"),
         Stop(
             "max_rounds",
-            "``max_rounds`` tool rounds ran; one more request (tools forbidden) asked for "
-            "the answer",
+            "`max_rounds` tool rounds ran; one more request (tools forbidden) asked for the answer",
             "max rounds",
             instruction="You have used the maximum number of tool rounds. " + _LAST_ROUNDS,
             status="Maximum tool rounds reached. Generating final response…",
@@ -75,7 +74,7 @@ STOPS: dict[StopReason, Stop] = {
         ),
         Stop(
             "tool_errors",
-            "every call failed in ``max_consecutive_errors`` rounds in a row; the final "
+            "every call failed in `max_consecutive_errors` rounds in a row; the final "
             "request asked the model to say what failed",
             "tool errors",
             instruction=(
@@ -88,7 +87,7 @@ STOPS: dict[StopReason, Stop] = {
         ),
         Stop(
             "tool_only_rounds",
-            "``max_tool_only_rounds`` rounds of calls without any text; the final request "
+            "`max_tool_only_rounds` rounds of calls without any text; the final request "
             "asked for the answer",
             "tool only rounds",
             instruction="You have used the maximum number of tool rounds. " + _LAST_ROUNDS,
@@ -97,7 +96,7 @@ STOPS: dict[StopReason, Stop] = {
         ),
         Stop(
             "token_budget",
-            "``max_total_tokens`` was nearly spent; one last request answered within it",
+            "`max_total_tokens` was nearly spent; one last request answered within it",
             "token budget",
             instruction=(
                 "The token budget for this request is nearly spent. Do not call any more "
@@ -110,7 +109,7 @@ STOPS: dict[StopReason, Stop] = {
         ),
         Stop(
             "cost_budget",
-            "the next request's estimated price would pass ``max_cost``; nothing more was sent",
+            "the next request's estimated price would pass `max_cost`; nothing more was sent",
             "cost budget",
             note="[stopped: cost budget reached]",
         ),
@@ -122,28 +121,28 @@ STOPS: dict[StopReason, Stop] = {
         ),
         Stop(
             "output_invalid",
-            "the answer never matched ``output_type`` after the retries; the raw text is kept",
+            "the answer never matched `output_type` after the retries; the raw text is kept",
             "output invalid",
             note="[stopped: the answer never matched the output type]",
             is_error=True,
         ),
         Stop(
             "timeout",
-            "the run passed ``timeout`` seconds; work in flight was cancelled",
+            "the run passed `timeout` seconds; work in flight was cancelled",
             "timeout",
             note="[run timed out]",
             is_error=True,
         ),
         Stop(
             "cancelled",
-            "``cancel()``, the Stop button or a kernel interrupt stopped the run",
+            "`cancel()`, the Stop button or a kernel interrupt stopped the run",
             "cancelled",
             note="[run cancelled]",
             is_error=True,
         ),
         Stop(
             "error",
-            "a provider error (after its retries) or, with ``strict=True``, a tool error",
+            "a provider error (after its retries) or, with `strict=True`, a tool error",
             "error",
             note="[run failed]",
             is_error=True,
