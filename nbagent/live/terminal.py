@@ -107,7 +107,7 @@ class TerminalPrinter:
             return
         output = result.text
         if output.startswith(self.streamed):
-            rest = output[len(self.streamed) :]  # e.g. "\n\n[run cancelled]"
+            rest = output[len(self.streamed) :]  # e.g. the stop note after a partial answer
             self._write(rest.lstrip("\n") if self._at_line_start else rest)
         else:  # the final text was not streamed (or differs): show it whole
             self.end_line()
