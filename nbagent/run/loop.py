@@ -15,7 +15,6 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
 
 from .._internal.deadline import context_with_deadline
 from ..errors import ProviderError, ToolError
@@ -28,7 +27,7 @@ from ..events import (
     ToolProgress,
 )
 from ..messages import Conversation, ToolCall, ToolResult, ToolRound
-from ..providers.base import ModelRequest, Provider, TextChunk
+from ..providers.base import ModelRequest, Provider, ProviderEvent, TextChunk
 from ..results import RunResult
 from ..tools import Tool
 from . import status as statuses
@@ -201,8 +200,10 @@ class Run:
             return
         stop = self._stop_reason or steps.stop_reason or "cancelled"
         partial = "".join(self._partial_text)
-        steps.finish(reply, stop, partial=partial, error=self._error)
-        self._queue.put_nowait(None)
+        try:
+            steps.finish(reply, stop, partial=partial, error=self._error)
+        finally:
+            self._queue.put_nowait(None)  # the stream ends, even if a listener failed
 
     # -- the rounds --------------------------------------------------------------
 
@@ -318,7 +319,7 @@ class Run:
         assert self.steps is not None
         self._partial_text = []
 
-        def on_event(event: Any) -> None:
+        def on_event(event: ProviderEvent) -> None:
             if isinstance(event, TextChunk) and event.text:
                 if not self._partial_text:
                     self._emit(Status("Formulating response…"))

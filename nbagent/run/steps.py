@@ -33,17 +33,28 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._internal.images import accepts_images
 from ..events import Event, RoundFinished, RunFinished, RunStarted, Status
 from ..messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
-from ..providers.base import Finished, ModelRequest, Provider, TextChunk, ToolCallReady, UsageReport
+from ..providers.base import (
+    Finished,
+    ModelRequest,
+    Provider,
+    ProviderEvent,
+    TextChunk,
+    ToolCallReady,
+    UsageReport,
+)
 from ..results import RunResult
 from ..tools import Tool, execute_round, wrap_call
 from .planner import RequestPlanner
 from .settings import RunInputs, RunSettings
 from .stops import STOPS, StopReason, stop_reason_words
+
+if TYPE_CHECKING:
+    from .output import OutputSpec
 
 __all__ = [
     "ModelReply",
@@ -60,6 +71,8 @@ NO_INPUTS = RunInputs()
 ProgressCallback = Callable[[ToolCall, str, "float | None"], None]
 Listener = Callable[[Event], None]
 """Sees every event of a run as it happens (the history writer, the tracer, a queue)."""
+OnProviderEvent = Callable[[ProviderEvent], None]
+"""Sees each provider event of a request as it arrives (text chunks, calls, usage)."""
 Verdict = Literal["complete", "retry", "output_invalid"]
 
 
@@ -81,7 +94,7 @@ class ModelReply:
 async def send_request(
     provider: Provider,
     request: ModelRequest,
-    on_event: Callable[[Any], None] | None = None,
+    on_event: OnProviderEvent | None = None,
     *,
     seen_ids: set[str] | None = None,
 ) -> ModelReply:
@@ -189,6 +202,8 @@ class Steps:
         self.listeners = list(listeners)
         self._on_finish = list(on_finish)
         self.planner = RequestPlanner(settings, self.model)
+        self.specs = [t.spec for t in tools.values()]
+        """The tool specs offered, built once per run."""
         self.message = Message(role="assistant", content="", rounds=[], model=self.model)
         self.usage = Usage()
         self.result: RunResult | None = None
@@ -199,7 +214,7 @@ class Steps:
         self.tools_refused = False
         """The model refused tools: later requests go without them."""
         self.notes: list[str] = []
-        self.output: Any = None  # an nbagent.run.output.OutputSpec (imported only when used)
+        self.output: OutputSpec | None = None  # nbagent.run.output, imported only when used
         if settings.output_type is not None:
             from .output import OutputSpec
 
@@ -236,7 +251,7 @@ class Steps:
         ``forced`` names the stop reason whose final-answer instruction to send.
         """
         forced = forced or ("max_rounds" if final else None)
-        tools = [] if self.tools_refused else [t.spec for t in self.tools.values()]
+        tools = [] if self.tools_refused else self.specs
         context = self.inputs.context  # the kernel inventory joins the system message
         system = "\n\n".join(p for p in (self.conversation.system, context) if p) or None
         messages = self.conversation.messages
@@ -251,12 +266,14 @@ class Steps:
         if self._over_cost_budget():
             self.stop_reason = "cost_budget"
             return None
-        request.images = self.settings.send_images and accepts_images(self.provider.model)
+        request.send_images = self.settings.send_images and accepts_images(self.provider.model)
         if self.output is not None:
             request = self.output.prepare(request, self.provider.name, forced=forced is not None)
         return request
 
-    async def send(self, request: ModelRequest, on_event: Listener | None = None) -> ModelReply:
+    async def send(
+        self, request: ModelRequest, on_event: OnProviderEvent | None = None
+    ) -> ModelReply:
         """Send ``request`` to the model; ``on_event`` sees each provider event.
 
         The reply's usage is priced and counted; with an output type, an answer given
@@ -281,7 +298,9 @@ class Steps:
             reply.text = reply.text if answer is None else answer
         return reply
 
-    def send_sync(self, request: ModelRequest, on_event: Listener | None = None) -> ModelReply:
+    def send_sync(
+        self, request: ModelRequest, on_event: OnProviderEvent | None = None
+    ) -> ModelReply:
         """:meth:`send` for synchronous code (safe inside Jupyter's running loop)."""
         from .._internal.sync import run_in_background
 
@@ -446,9 +465,8 @@ class Steps:
             return False
         from ..cost import budget_stop
 
-        tools = [t.spec for t in self.tools.values()]
         head = budget_stop(
-            self.settings.max_cost, self.usage.cost, self.provider, self.conversation, tools
+            self.settings.max_cost, self.usage.cost, self.provider, self.conversation, self.specs
         )
         if head is None:
             return False
