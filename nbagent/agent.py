@@ -491,6 +491,8 @@ class _RunPlan:
 
 def _refuse_near_misses(provider_options: Mapping[str, Any]) -> None:
     """A provider option spelt like an Agent keyword is a typo: say which one was meant."""
+    if not provider_options:
+        return
     import inspect
 
     known = [p for p in inspect.signature(Agent.__init__).parameters if p != "self"]
