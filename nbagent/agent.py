@@ -153,7 +153,8 @@ class Agent:
         if model is self._provider or (isinstance(model, str) and model == self.model):
             return
         if isinstance(model, str):
-            kept = {k: v for k, v in self._provider_options.items() if k in ("env", "http_client")}
+            carried = ("env", "http_client", "timeout")  # http_timeout= is not model-specific
+            kept = {k: v for k, v in self._provider_options.items() if k in carried}
             provider = get_provider(model, **kept)
             self._provider_options = kept
             self.model = model

@@ -129,7 +129,9 @@ async def test_a_run_on_another_conversation_leaves_the_agents_own_alone(history
     assert query(history_db, "SELECT COUNT(*) FROM conversations WHERE id = ?", mine.id) == [(1,)]
 
 
-async def test_runs_on_different_conversations_run_together_one_turn_per_conversation() -> None:
+async def test_runs_on_different_conversations_run_together_one_turn_per_conversation(
+    history_db,
+) -> None:
     started = asyncio.Event()
 
     async def slow(request: Any) -> Any:
@@ -137,7 +139,7 @@ async def test_runs_on_different_conversations_run_together_one_turn_per_convers
         await asyncio.sleep(0.05)
         return reply("done")
 
-    agent = Agent(ScriptedModel(slow), tools=[], store=None)
+    agent = Agent(ScriptedModel(slow), tools=[])
     first, second = Conversation(), Conversation()
     both = asyncio.gather(
         agent.run("One", conversation=first), agent.run("Two", conversation=second)
@@ -151,3 +153,7 @@ async def test_runs_on_different_conversations_run_together_one_turn_per_convers
     assert [m.content for m in second.messages] == ["Two", "done"]
     # The agent's own conversation is free all along.
     assert (await agent.run("Mine")).output == "done"
+    # Each run's history went to its own conversation.
+    store = Store(history_db)
+    for conversation in (first, second, agent.conversation):
+        assert store.load(conversation.id).to_dict() == conversation.to_dict()
