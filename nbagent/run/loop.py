@@ -155,6 +155,7 @@ class Run:
             model_label=self.model_label,
             listeners=listeners,
         )
+        self._emit = self.steps.emit  # type: ignore[method-assign]  # one call per event, not two
         logger.info("run started: model=%s tools=%s", self.model_label, sorted(self.tools))
         # The run's deadline rides in its task's context: retries and tools see what is left.
         context = context_with_deadline(self.settings.timeout)
@@ -170,6 +171,7 @@ class Run:
             self._task.cancel()
 
     def _emit(self, event: Event) -> None:
+        """Hand ``event`` to the listeners and the stream (replaced by ``steps.emit`` at start)."""
         assert self.steps is not None
         self.steps.emit(event)
 
