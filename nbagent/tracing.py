@@ -32,11 +32,12 @@ from .events import (
 )
 from .messages import Usage
 from .providers import Provider, capabilities
+from .results import STOPS
 
 CONTENT_VARIABLE = "NBAGENT_OTEL_CONTENT"
 """Set to 1 to record prompts, answers, tool arguments and results on spans."""
 
-ERROR_STOPS = {"error", "timeout", "cancelled", "tool_errors", "output_invalid"}
+ERROR_STOPS = {reason for reason, stop in STOPS.items() if stop.is_error}
 """Stop reasons that mark the run span as failed (``error.type`` = the stop reason)."""
 
 

@@ -145,7 +145,7 @@ class LiveRun:
 
         async def pump() -> None:
             try:
-                async for event in self.agent.stream(self.prompt, **overrides):
+                async for event in self.agent.stream(self.prompt, paced=True, **overrides):
                     await queue.put(event)
                     if (
                         self._stop_on_result.is_set()

@@ -97,9 +97,9 @@ class ModelRequest:
     temperature: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-specific request fields merged into the body as-is."""
-    images: bool = True
+    send_images: bool = True
     """False: tool results' images go as a text placeholder ("[image 640×480 PNG shown
-    to the user]"), for ``Agent(images=False)`` and models known not to accept images."""
+    to the user]"), for ``Agent(send_images=False)`` and models known not to accept images."""
     text_tool_calls: bool = True
     """Recognise tool calls written as text and ``<think>`` blocks in the reply (adapters
     of servers that may lack a tool parser; see ``providers/text_calls.py``)."""

@@ -302,10 +302,10 @@ class GeminiProvider(HttpProvider):
                 system_parts.append(message.content)
             elif message.role == "user":
                 text = message.content
-                if message.images and not request.images:
+                if message.images and not request.send_images:
                     text = "\n".join([text, *placeholders(message.images)])
                 parts: list[dict[str, Any]] = [{"text": text}]  # "" is accepted
-                if request.images:  # {fig}
+                if request.send_images:  # {fig}
                     parts += [
                         {"inlineData": {"mimeType": i.media_type, "data": i.base64()}}
                         for i in message.images
@@ -313,7 +313,7 @@ class GeminiProvider(HttpProvider):
                 _append(contents, "user", parts)
             else:
                 for tool_round in message.rounds or []:
-                    _expand_round(contents, tool_round, names, request.images)
+                    _expand_round(contents, tool_round, names, request.send_images)
                     used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
                 if message.content.strip():
                     part: dict[str, Any] = {"text": message.content}

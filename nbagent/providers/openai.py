@@ -237,7 +237,7 @@ def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as Chat Completions messages (see providers/base.py)."""
     return chat_messages(
         request,
-        lambda message: _expand_assistant(message, request.images),
+        lambda message: _expand_assistant(message, request.send_images),
         _expand_user,
     )
 

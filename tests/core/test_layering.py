@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "nbagent"
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("nbagent._internal", "nbagent.errors")),  # internal leaves: text, values, threads, logs
     (1, ("nbagent.messages",)),
-    (2, ("nbagent.results", "nbagent.events")),
+    (2, ("nbagent.results", "nbagent.events", "nbagent.run.stops")),
     (3, ("nbagent.tools",)),
     (3, ("nbagent.kernel",)),
     (4, ("nbagent.providers", "nbagent.testing", "nbagent.mcp", "nbagent.run.output",

@@ -127,3 +127,16 @@ def test_other_providers_are_priced_by_the_ids_they_declare():
     ollama = get_provider("ollama:llama3.2", env=env)
     assert price(ollama, usage) is None  # a local model has no list price
     assert price(ScriptedModel(), usage) is None
+
+
+def test_a_steps_run_honours_the_cap_too(server):
+    first = expected("gpt-4o-mini", "openai", input_tokens=20, output_tokens=7)
+    agent = http_agent("openai:gpt-4o-mini", server, tools=[lookup], store=None)
+    steps = agent.steps("Weather in Paris?", max_cost=first * 1.05)
+    reply = steps.send_sync(steps.next_request())
+    steps.append_round(reply, steps.execute_sync(reply))
+    assert steps.next_request() is None  # the second request would pass the cap: not sent
+    assert steps.stop_reason == "cost_budget" and server.count == 1
+    result = steps.finish()
+    assert result.stop_reason == "cost_budget"
+    assert "lookup: sunny in Paris" in result.output

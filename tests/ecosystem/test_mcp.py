@@ -237,7 +237,7 @@ def test_a_text_only_request_gets_the_text_parts_and_a_placeholder(server):
 
     wire = WireServer(responder=ScriptedReplies(script))
     try:
-        agent = http_agent("openai:gpt-4o", wire, tools=[server], store=None, images=False)
+        agent = http_agent("openai:gpt-4o", wire, tools=[server], store=None, send_images=False)
         agent.run_sync("What does the chart show?")
         messages = wire.bodies()[1]["messages"]
         assert messages[-1] == {

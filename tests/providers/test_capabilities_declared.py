@@ -72,7 +72,7 @@ class CapableProvider(MadeUpProvider):
             result = results.get(turn.get("ref", "")) if turn["speaker"] == "tool" else None
             if result is None or not result.images:
                 continue
-            if request.images:
+            if request.send_images:
                 turn["pictures"] = [image.base64() for image in result.images]
             else:
                 turn["text"] = "\n".join([turn["text"], *placeholders(result.images)])
