@@ -344,16 +344,15 @@ class Agent:
         On KeyboardInterrupt the run is cancelled cleanly (history stays valid,
         ``agent.last_result`` holds the partial result) and the interrupt is re-raised.
         """
-        events = self.stream_sync(prompt, **overrides)
-        try:
-            for _ in events:
-                pass
-        finally:
-            # A Ctrl-C landing between two events is raised here, not inside the
-            # iterator: closing it still cancels the run and waits for it to wrap up.
-            events.close()  # type: ignore[attr-defined]
-        assert self.last_result is not None
-        return self.last_result
+        from ._internal.sync import run_in_background
+
+        if overrides.get("tools") is not None:
+            overrides["tools"] = list(as_tools(overrides["tools"]).values())  # see stream_sync
+        # One hand-off each way: the events stay on the loop thread (nothing shows them).
+        result: RunResult = run_in_background(
+            lambda: self.run(prompt, **overrides), on_interrupt=self.cancel
+        )
+        return result
 
     def cancel(self) -> None:
         """Stop the current run (same as the Stop button or a kernel interrupt)."""
