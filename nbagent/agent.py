@@ -330,7 +330,7 @@ class Agent:
         A KeyboardInterrupt cancels the run; the remaining events (ending with
         RunFinished, stop_reason "cancelled") are still yielded, then it is re-raised.
         """
-        from ._internal.sync import iterate_in_background
+        from ._internal.threads import iterate_in_background
 
         if overrides.get("tools") is not None:
             # On this thread: listing an MCP server's tools may start it (a sync wait that
@@ -344,7 +344,7 @@ class Agent:
         On KeyboardInterrupt the run is cancelled cleanly (history stays valid,
         ``agent.last_result`` holds the partial result) and the interrupt is re-raised.
         """
-        from ._internal.sync import run_in_background
+        from ._internal.threads import run_in_background
 
         if overrides.get("tools") is not None:
             overrides["tools"] = list(as_tools(overrides["tools"]).values())  # see stream_sync
@@ -371,7 +371,7 @@ class Agent:
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous code; safe inside Jupyter's running loop."""
-        from ._internal.sync import run_in_background
+        from ._internal.threads import run_in_background
 
         run_in_background(self.aclose)
 

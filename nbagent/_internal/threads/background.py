@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
-from ..errors import NbAgentError
+from ...errors import NbAgentError
 from .workers import on_async_worker
 
 T = TypeVar("T")
@@ -53,7 +53,7 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
     """Run ``loop`` for good: a BaseException escaping a callback does not end the thread.
 
     asyncio lets KeyboardInterrupt and SystemExit out of ``run_forever``; user code
-    never runs on this loop (see nbagent._internal.workers), but if such an exception gets
+    never runs on this loop (see nbagent._internal.threads.workers), but if such an exception gets
     here anyway the loop is simply run again (its pending callbacks kept).
     """
     asyncio.set_event_loop(loop)
@@ -261,7 +261,9 @@ def run_in_background(
 
 
 def _wrap_up(
-    done: concurrent.futures.Future[Any], thread: threading.Thread | None, scheduled: threading.Event
+    done: concurrent.futures.Future[Any],
+    thread: threading.Thread | None,
+    scheduled: threading.Event,
 ) -> None:
     """Wait (at most :data:`DRAIN_TIMEOUT`) for an interrupted coroutine to finish."""
     began = time.monotonic()

@@ -130,8 +130,11 @@ _PLAIN_SCALARS = frozenset({int, float, str, bool, type(None), bytes})
 
 
 def is_plain(value: Any, depth: int = 3) -> bool:
-    """Whether formatting ``value`` runs no user code: built-in scalars, and exact
-    lists, tuples and dicts of them (a few levels deep, up to 100 items each)."""
+    """Whether formatting ``value`` runs no user code (so it needs no hop of its own).
+
+    Built-in scalars, and exact lists, tuples and dicts of them (a few levels deep,
+    up to 100 items each).
+    """
     kind = type(value)
     if kind in _PLAIN_SCALARS:
         return True
