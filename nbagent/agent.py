@@ -414,7 +414,7 @@ class Agent:
         A KeyboardInterrupt cancels the run; the remaining events (ending with
         RunFinished, stop_reason "cancelled") are still yielded, then it is re-raised.
         """
-        from ._internal.sync import iterate_in_background
+        from ._internal.threads import iterate_in_background
 
         if overrides.get("tools") is not None:
             # On this thread: listing an MCP server's tools may start it (a sync wait that
@@ -428,16 +428,15 @@ class Agent:
         On KeyboardInterrupt the run is cancelled cleanly (history stays valid,
         ``agent.last_result`` holds the partial result) and the interrupt is re-raised.
         """
-        events = self.stream_sync(prompt, **overrides)
-        try:
-            for _ in events:
-                pass
-        finally:
-            # A Ctrl-C landing between two events is raised here, not inside the
-            # iterator: closing it still cancels the run and waits for it to wrap up.
-            events.close()  # type: ignore[attr-defined]
-        assert self.last_result is not None
-        return self.last_result
+        from ._internal.threads import run_in_background
+
+        if overrides.get("tools") is not None:
+            overrides["tools"] = list(as_tools(overrides["tools"]).values())  # see stream_sync
+        # One hand-off each way: the events stay on the loop thread (nothing shows them).
+        result: RunResult = run_in_background(
+            lambda: self.run(prompt, **overrides), on_interrupt=self.cancel
+        )
+        return result
 
     def cancel(self) -> None:
         """Stop the runs in flight (same as the Stop button or a kernel interrupt)."""
@@ -456,7 +455,7 @@ class Agent:
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous code; safe inside Jupyter's running loop."""
-        from ._internal.sync import run_in_background
+        from ._internal.threads import run_in_background
 
         run_in_background(self.aclose)
 

@@ -432,7 +432,7 @@ def test_no_orphan_after_the_interpreter_exits_or_is_killed(how, tmp_path):
         f"""
         import sys, time
         from nbagent.mcp import MCPServer
-        from nbagent._internal.sync import run_in_background
+        from nbagent._internal.threads import run_in_background
         server = MCPServer.stdio(sys.executable, [{DEMO!r}])
         print(run_in_background(lambda: server.call("pid", {{}})), flush=True)
         if {how!r} == "kill":
