@@ -302,7 +302,7 @@ class Steps:
         self, request: ModelRequest, on_event: OnProviderEvent | None = None
     ) -> ModelReply:
         """:meth:`send` for synchronous code (safe inside Jupyter's running loop)."""
-        from .._internal.sync import run_in_background
+        from .._internal.threads import run_in_background
 
         reply: ModelReply = run_in_background(lambda: self.send(request, on_event))
         return reply
@@ -330,7 +330,7 @@ class Steps:
         self, reply: ModelReply, on_progress: ProgressCallback | None = None
     ) -> list[ToolResult]:
         """:meth:`execute` for synchronous code."""
-        from .._internal.sync import run_in_background
+        from .._internal.threads import run_in_background
 
         results: list[ToolResult] = run_in_background(lambda: self.execute(reply, on_progress))
         return results
