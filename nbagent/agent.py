@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
@@ -14,7 +14,7 @@ from .messages import Conversation
 from .providers import Provider, get_provider, makes_http_requests, resolve_model
 from .results import RunResult, set_renderer
 from .run.loop import LOOP_OPTIONS, LoopSettings, Run
-from .tools import Approver, Tool, as_tools
+from .tools import Approver, Tool, ToolItem, ToolSource, as_tools, gather_tools
 
 if TYPE_CHECKING:
     from .store import RunWriter, Store
@@ -38,7 +38,7 @@ class Agent:
         self,
         model: str | Provider | None = None,
         *,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolItem] | None = None,
         system: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
@@ -76,9 +76,12 @@ class Agent:
             self._provider_options["api_key"] = api_key
         if env is not None:
             self._provider_options["env"] = env
-        tools = None if tools is None else list(tools)
-        self._tool_sources = _sources(tools)  # MCP servers: closed by close()
-        self._tools = None if tools is None else as_tools(tools)
+        self.kernel = kernel
+        """True: the kernel tools are offered and each run's system message carries the
+        kernel's variable inventory (``%%agent --kernel``, see :mod:`nbagent.kernel`)."""
+        self._tool_sources: list[ToolSource] = []  # closed by close()
+        self._tools: list[ToolItem] | None = None
+        self.tools = tools  # checked now: a name clash is a ConfigError here
         # Loop options without a parameter of their own (text_tool_calls=, status_model=,
         # tool_middleware=, context_window=, max_tool_only_rounds=...: see LoopSettings).
         loop_options = {
@@ -100,9 +103,6 @@ class Agent:
             max_cost=max_cost,
             output_type=output_type,
         )
-        self.kernel = kernel
-        """True: the kernel tools are offered and each run's system message carries the
-        kernel's variable inventory (``%%agent --kernel``, see :mod:`nbagent.kernel`)."""
         self.conversation = Conversation(system=system)
         self.last_result: RunResult | None = None
         self._run: Run | None = None
@@ -153,21 +153,29 @@ class Agent:
         self._provider_object = not isinstance(model, str)
 
     @property
-    def tool_selection(self) -> list[Tool] | None:
-        """The tools this agent was given, or None for "every ``@tool`` in the kernel"."""
-        return None if self._tools is None else list(self._tools.values())
+    def tool_selection(self) -> list[ToolItem] | None:
+        """The tools and tool sources this agent was given; None: every ``@tool`` in the kernel."""
+        return None if self._tools is None else list(self._tools)
 
     @property
     def tools(self) -> dict[str, Tool]:
-        """The tools of the next run by name (the kernel-wide registry if none were given)."""
-        return as_tools(None) if self._tools is None else dict(self._tools)
+        """The tools of the next run by name (the kernel-wide registry if none were given).
+
+        The kernel tools ``kernel=True`` adds are not included.
+        """
+        return as_tools(self._tools)
 
     @tools.setter
-    def tools(self, tools: Iterable[Tool | Callable[..., Any]] | None) -> None:
+    def tools(self, tools: Iterable[ToolItem] | None) -> None:
         # None means "every @tool in the kernel", looked up at each run.
-        tools = None if tools is None else list(tools)
-        self._tool_sources += _sources(tools)
-        self._tools = None if tools is None else as_tools(tools)
+        items: list[ToolItem] | None = None
+        if tools is not None:
+            items = [t if isinstance(t, ToolSource | Tool) else Tool(t) for t in tools]
+        # Listing the sources here (an MCP server starts) finds a name clash now, with
+        # the kernel tools too when kernel=True; runs check again (the registry changes).
+        gather_tools(items, _kernel_source(self.kernel), with_context=False)
+        self._tools = items
+        self._tool_sources += [t for t in items or () if isinstance(t, ToolSource)]
 
     @property
     def system(self) -> str | None:
@@ -235,13 +243,13 @@ class Agent:
     # -- running -----------------------------------------------------------------
 
     def _new_run(self, prompt: str, **overrides: Any) -> Run:
-        tools = self.tools if overrides.get("tools") is None else as_tools(overrides["tools"])
-        overrides.pop("tools", None)
-        if overrides.pop("kernel", self.kernel):
-            from .kernel import kernel_context, kernel_tools
-
-            tools = {**{t.name: t for t in kernel_tools()}, **tools}  # the user's own win
-            overrides.setdefault("context", kernel_context())
+        chosen = overrides.pop("tools", None)  # this run's own tools=[...], if given
+        tools, context = gather_tools(
+            self._tools if chosen is None else chosen,
+            _kernel_source(overrides.pop("kernel", self.kernel)),
+        )  # one precedence and collision rule for every source: nbagent.tools.sources
+        if context is not None:
+            overrides.setdefault("context", context)
         settings = self.settings
         if overrides:
             settings = LoopSettings(**{**settings.__dict__, **overrides})
@@ -335,7 +343,8 @@ class Agent:
         if overrides.get("tools") is not None:
             # On this thread: listing an MCP server's tools may start it (a sync wait that
             # cannot happen on nbagent's loop, where the run goes).
-            overrides["tools"] = list(as_tools(overrides["tools"]).values())
+            overrides["tools"] = list(overrides["tools"])
+            as_tools(overrides["tools"])  # the servers list their tools (cached) here
         return iterate_in_background(lambda: self.stream(prompt, **overrides), self.cancel)
 
     def run_sync(self, prompt: str, **overrides: Any) -> RunResult:
@@ -389,9 +398,13 @@ class Agent:
         await self.aclose()
 
 
-def _sources(tools: list[Any] | None) -> list[Any]:
-    """The items that provide several tools and own resources (MCP servers)."""
-    return [t for t in tools or [] if not isinstance(t, Tool) and hasattr(t, "nbagent_tools")]
+def _kernel_source(on: bool) -> list[ToolSource]:
+    """The kernel toolset when ``kernel=True`` (imported only then)."""
+    if not on:
+        return []
+    from .kernel import KernelTools
+
+    return [KernelTools()]
 
 
 def _label(provider: Provider) -> str:
