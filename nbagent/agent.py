@@ -19,7 +19,7 @@ from .results import RunResult, set_renderer
 from .run.loop import Run
 from .run.settings import FIELDS, RUN_ONLY, RunInputs, RunOptions, RunSettings, check_names
 from .run.steps import Steps
-from .tools import Approver, Middleware, Tool, as_tools
+from .tools import Approver, Middleware, Tool, ToolItem, ToolSource, as_tools, gather_tools
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -45,7 +45,7 @@ class Agent:
         self,
         model: str | Provider | None = None,
         *,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolItem] | None = None,
         system: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
@@ -108,12 +108,12 @@ class Agent:
         ):  # fmt: skip
             if value is not None:
                 self._provider_options[key] = value
-        tools = None if tools is None else list(tools)
-        self._tool_sources = _sources(tools)  # MCP servers: closed by close()
-        self._tools = None if tools is None else as_tools(tools)
         self.kernel = kernel
         """True: the kernel tools are offered and each run's system message carries the
         kernel's variable inventory (``%%agent --kernel``, see :mod:`nbagent.kernel`)."""
+        self._tool_sources: list[ToolSource] = []  # closed by close()
+        self._tools: list[ToolItem] | None = None
+        self.tools = tools  # checked now: a name clash is a ConfigError here
         self.conversation = Conversation(system=system)
         self.last_result: RunResult | None = None
         self._runs: set[Run] = set()  # the runs in flight (cancel() stops them)
@@ -166,21 +166,29 @@ class Agent:
         self._provider_object = not isinstance(model, str)
 
     @property
-    def tool_selection(self) -> list[Tool] | None:
-        """The tools this agent was given, or None for "every ``@tool`` in the kernel"."""
-        return None if self._tools is None else list(self._tools.values())
+    def tool_selection(self) -> list[ToolItem] | None:
+        """The tools and tool sources this agent was given; None: every ``@tool`` in the kernel."""
+        return None if self._tools is None else list(self._tools)
 
     @property
     def tools(self) -> dict[str, Tool]:
-        """The tools of the next run by name (the kernel-wide registry if none were given)."""
-        return as_tools(None) if self._tools is None else dict(self._tools)
+        """The tools of the next run by name (the kernel-wide registry if none were given).
+
+        The kernel tools ``kernel=True`` adds are not included.
+        """
+        return as_tools(self._tools)
 
     @tools.setter
-    def tools(self, tools: Iterable[Tool | Callable[..., Any]] | None) -> None:
+    def tools(self, tools: Iterable[ToolItem] | None) -> None:
         # None means "every @tool in the kernel", looked up at each run.
-        tools = None if tools is None else list(tools)
-        self._tool_sources += _sources(tools)
-        self._tools = None if tools is None else as_tools(tools)
+        items: list[ToolItem] | None = None
+        if tools is not None:
+            items = [t if isinstance(t, ToolSource | Tool) else Tool(t) for t in tools]
+        # Listing the sources here (an MCP server starts) finds a name clash now, with
+        # the kernel tools too when kernel=True; runs check again (the registry changes).
+        gather_tools(items, _kernel_source(self.kernel), with_context=False)
+        self._tools = items
+        self._tool_sources += [t for t in items or () if isinstance(t, ToolSource)]
 
     @property
     def system(self) -> str | None:
@@ -251,14 +259,12 @@ class Agent:
         """Everything a run needs, from the agent's defaults and this run's ``options``."""
         check_names(options, FIELDS | RUN_ONLY, "run option")
         overrides = {k: v for k, v in options.items() if k not in RUN_ONLY}
-        # -- tools: the agent's (or this run's), the kernel toolset first
-        tools = self.tools if options.get("tools") is None else as_tools(options["tools"])
-        context = None
-        if options.get("kernel", self.kernel):
-            from .kernel import kernel_context, kernel_tools
-
-            tools = {**{t.name: t for t in kernel_tools()}, **tools}  # the user's own win
-            context = kernel_context()
+        # -- tools: one precedence and collision rule for every source (nbagent.tools.sources)
+        chosen = options.get("tools")  # this run's own tools=[...], if given
+        tools, context = gather_tools(
+            self._tools if chosen is None else chosen,
+            _kernel_source(options.get("kernel", self.kernel)),
+        )
         # -- settings and inputs
         settings = self.settings.replace(**overrides)
         inputs = RunInputs(attachments=list(options.get("attachments") or ()), context=context)
@@ -416,10 +422,12 @@ class Agent:
         """
         from ._internal.threads import iterate_in_background
 
-        if overrides.get("tools") is not None:
+        chosen = overrides.get("tools")
+        if chosen is not None:
             # On this thread: listing an MCP server's tools may start it (a sync wait that
             # cannot happen on nbagent's loop, where the run goes).
-            overrides["tools"] = list(as_tools(overrides["tools"]).values())
+            overrides["tools"] = chosen = list(chosen)
+            as_tools(chosen)  # the servers list their tools (cached) here
         return iterate_in_background(lambda: self.stream(prompt, **overrides), self.cancel)
 
     def run_sync(self, prompt: str, **overrides: Unpack[RunOptions]) -> RunResult:
@@ -430,8 +438,10 @@ class Agent:
         """
         from ._internal.threads import run_in_background
 
-        if overrides.get("tools") is not None:
-            overrides["tools"] = list(as_tools(overrides["tools"]).values())  # see stream_sync
+        chosen = overrides.get("tools")
+        if chosen is not None:
+            overrides["tools"] = chosen = list(chosen)
+            as_tools(chosen)  # see stream_sync
         # One hand-off each way: the events stay on the loop thread (nothing shows them).
         result: RunResult = run_in_background(
             lambda: self.run(prompt, **overrides), on_interrupt=self.cancel
@@ -502,9 +512,13 @@ def _refuse_near_misses(provider_options: Mapping[str, Any]) -> None:
             )
 
 
-def _sources(tools: list[Any] | None) -> list[Any]:
-    """The items that provide several tools and own resources (MCP servers)."""
-    return [t for t in tools or [] if not isinstance(t, Tool) and hasattr(t, "nbagent_tools")]
+def _kernel_source(on: bool) -> list[ToolSource]:
+    """The kernel toolset when ``kernel=True`` (imported only then)."""
+    if not on:
+        return []
+    from .kernel import KernelTools
+
+    return [KernelTools()]
 
 
 def _label(provider: Provider) -> str:

@@ -1073,7 +1073,7 @@ ordinary nbagent tools with the schemas the server declares.
     code(
         """
 units = MCPServer.stdio(sys.executable, ["units_server.py"], name="units", timeout=30)
-for t in units.nbagent_tools():
+for t in units.get_tools():
     print(f"{t.name}({', '.join(t.parameters['properties'])}): {t.description}")
 """,
         CHECK,

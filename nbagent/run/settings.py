@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._internal.images import Image
 from ..messages import Conversation
-from ..tools import PER_CALL_CHARS, PER_ROUND_CHARS, Approver, Middleware, Tool
+from ..tools import PER_CALL_CHARS, PER_ROUND_CHARS, Approver, Middleware, ToolItem
 
 if TYPE_CHECKING:
     from ..providers.base import Provider
@@ -148,7 +148,7 @@ class RunOptions(TypedDict, total=False):
     strict: bool
     approver: Approver | None
     tool_middleware: Sequence[Middleware]
-    tools: Iterable[Tool | Callable[..., Any]] | None
+    tools: Iterable[ToolItem] | None
     """This run's tools instead of the agent's."""
     kernel: bool
     """Offer the kernel tools and the variables as context (``%%agent --kernel``)."""
