@@ -18,7 +18,7 @@ from .providers import Provider, get_provider, makes_http_requests, resolve_mode
 from .results import RunResult, set_renderer
 from .run.loop import Run
 from .run.settings import FIELDS, RUN_ONLY, RunInputs, RunOptions, RunSettings, check_names
-from .run.steps import Steps
+from .run.steps import RunSpec, Steps
 from .tools import Approver, Middleware, Tool, ToolItem, ToolSource, as_tools, gather_tools
 
 if TYPE_CHECKING:
@@ -298,6 +298,19 @@ class Agent:
             self._busy_loop = None
         return self._busy.release
 
+    def _spec(self, prompt: str, plan: _RunPlan) -> RunSpec:
+        """The run ``plan`` describes, heard by this agent's history writer and tracer."""
+        return RunSpec(
+            plan.provider,
+            plan.conversation,
+            prompt,
+            plan.tools,
+            plan.settings,
+            plan.inputs,
+            model_label=self.model,
+            listeners=self._listeners(plan),
+        )
+
     def _listeners(self, plan: _RunPlan) -> list[Callable[[Event], None]]:
         """The run's history writer and tracer: they see every event as it happens."""
         listeners: list[Callable[[Event], None]] = []
@@ -336,17 +349,7 @@ class Agent:
             release()
 
         try:
-            return Steps(
-                plan.provider,
-                plan.conversation,
-                prompt,
-                plan.tools,
-                plan.settings,
-                inputs=plan.inputs,
-                model_label=self.model,
-                listeners=self._listeners(plan),
-                on_finish=[finished],
-            )
+            return Steps(self._spec(prompt, plan), on_finish=[finished])
         except BaseException:
             release()
             raise
@@ -373,17 +376,7 @@ class Agent:
         release = self._claim(plan.conversation)
         own = plan.conversation is self.conversation
         try:
-            run = Run(
-                plan.provider,
-                plan.conversation,
-                prompt,
-                plan.tools,
-                plan.settings,
-                inputs=plan.inputs,
-                model_label=self.model,
-                listeners=self._listeners(plan),
-                paced=paced,
-            )
+            run = Run(self._spec(prompt, plan), paced=paced)
         except BaseException:
             release()
             raise

@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator
 
 from .._internal.deadline import context_with_deadline
 from ..errors import ProviderError, ToolError
@@ -26,13 +26,11 @@ from ..events import (
     ToolCallStarted,
     ToolProgress,
 )
-from ..messages import Conversation, ToolCall, ToolResult, ToolRound
+from ..messages import ToolCall, ToolResult, ToolRound
 from ..providers.base import ModelRequest, Provider, ProviderEvent, TextChunk
 from ..results import RunResult
-from ..tools import Tool
 from . import status as statuses
-from .settings import RunInputs, RunSettings
-from .steps import NO_INPUTS, Listener, ModelReply, Steps, execute_calls
+from .steps import ModelReply, RunSpec, Steps, execute_calls
 from .stops import STOPS, StopReason
 
 logger = logging.getLogger("nbagent")
@@ -56,27 +54,13 @@ class Run:
             waits for its reader.
     """
 
-    def __init__(
-        self,
-        provider: Provider,
-        conversation: Conversation,
-        prompt: str,
-        tools: Mapping[str, Tool],
-        settings: RunSettings,
-        *,
-        inputs: RunInputs = NO_INPUTS,
-        model_label: str | None = None,
-        listeners: Sequence[Listener] = (),
-        paced: bool = False,
-    ) -> None:
-        self.provider = provider
-        self.conversation = conversation
-        self.prompt = prompt
-        self.tools = tools
-        self.settings = settings
-        self.inputs = inputs
-        self.model_label = model_label or f"{provider.name}:{provider.model}"
-        self.listeners = list(listeners)
+    def __init__(self, spec: RunSpec, *, paced: bool = False) -> None:
+        self.spec = spec
+        self.provider = spec.provider
+        self.conversation = spec.conversation
+        self.tools = spec.tools
+        self.settings = spec.settings
+        self.model_label = spec.label
         self.paced = paced
         self.steps: Steps | None = None
         self._stop_reason: StopReason | None = None
@@ -144,17 +128,8 @@ class Run:
     # -- the task ----------------------------------------------------------------
 
     def _start(self) -> None:
-        listeners = [*self.listeners, self._queue.put_nowait]
-        self.steps = Steps(
-            self.provider,
-            self.conversation,
-            self.prompt,
-            self.tools,
-            self.settings,
-            inputs=self.inputs,
-            model_label=self.model_label,
-            listeners=listeners,
-        )
+        listeners = [*self.spec.listeners, self._queue.put_nowait]
+        self.steps = Steps(dataclasses.replace(self.spec, listeners=listeners))
         self._emit = self.steps.emit  # type: ignore[method-assign]  # one call per event, not two
         logger.info("run started: model=%s tools=%s", self.model_label, sorted(self.tools))
         # The run's deadline rides in its task's context: retries and tools see what is left.
@@ -366,7 +341,7 @@ class Run:
                 tool_round.calls,
                 self.tools,
                 self.settings,
-                inputs=self.inputs,
+                inputs=self.spec.inputs,
                 on_result=on_result,
                 on_progress=on_progress,
             )

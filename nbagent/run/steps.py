@@ -169,6 +169,25 @@ async def execute_calls(
     )
 
 
+@dataclass(frozen=True)
+class RunSpec:
+    """What one run is made of, and who hears its events (history, traces, a reader)."""
+
+    provider: Provider
+    conversation: Conversation
+    prompt: str
+    tools: Mapping[str, Tool]
+    settings: RunSettings
+    inputs: RunInputs = NO_INPUTS
+    model_label: str | None = None
+    listeners: Sequence[Listener] = ()
+
+    @property
+    def label(self) -> str:
+        """The model string shown for the run ("openai:gpt-4o")."""
+        return self.model_label or f"{self.provider.name}:{self.provider.model}"
+
+
 class Steps:
     """One run, a step at a time: its state, and the one place its requests are assembled.
 
@@ -180,29 +199,20 @@ class Steps:
     """
 
     def __init__(
-        self,
-        provider: Provider,
-        conversation: Conversation,
-        prompt: str,
-        tools: Mapping[str, Tool],
-        settings: RunSettings,
-        *,
-        inputs: RunInputs = NO_INPUTS,
-        model_label: str | None = None,
-        listeners: Sequence[Listener] = (),
-        on_finish: Sequence[Callable[[RunResult], None]] = (),
+        self, spec: RunSpec, *, on_finish: Sequence[Callable[[RunResult], None]] = ()
     ) -> None:
-        self.provider = provider
-        self.conversation = conversation
-        self.prompt = prompt
-        self.tools = tools
-        self.settings = settings
-        self.inputs = inputs
-        self.model = model_label or f"{provider.name}:{provider.model}"
-        self.listeners = list(listeners)
+        self.spec = spec
+        self.provider = spec.provider
+        self.conversation = spec.conversation
+        self.prompt = spec.prompt
+        self.tools = spec.tools
+        self.settings = settings = spec.settings
+        self.inputs = spec.inputs
+        self.model = spec.label
+        self.listeners = list(spec.listeners)
         self._on_finish = list(on_finish)
         self.planner = RequestPlanner(settings, self.provider)
-        self.specs = [t.spec for t in tools.values()]
+        self.specs = [t.spec for t in spec.tools.values()]
         """The tool specs offered, built once per run."""
         self.message = Message(role="assistant", content="", rounds=[], model=self.model)
         self.usage = Usage()
@@ -224,9 +234,9 @@ class Steps:
         self._output_attempts = 0
         self._seen_ids: set[str] = set()
         self._started = time.perf_counter()
-        user = Message("user", prompt, images=list(inputs.attachments))
-        conversation.messages += [user, self.message]
-        self.emit(RunStarted(prompt, self.model, conversation.id))
+        user = Message("user", spec.prompt, images=list(spec.inputs.attachments))
+        spec.conversation.messages += [user, self.message]
+        self.emit(RunStarted(spec.prompt, self.model, spec.conversation.id))
 
     @property
     def rounds(self) -> list[ToolRound]:
