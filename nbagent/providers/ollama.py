@@ -230,11 +230,7 @@ def _tool_call(item: dict[str, Any]) -> ToolCall | None:
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as /api/chat messages (see providers/base.py)."""
-    return chat_messages(
-        request,
-        lambda message: _expand_assistant(message, request.send_images),
-        _expand_user,
-    )
+    return chat_messages(request, _expand_assistant, _expand_user)
 
 
 def _expand_user(message: Message) -> dict[str, Any]:

@@ -235,11 +235,7 @@ def tool_declaration(name: str, description: str, parameters: dict[str, Any]) ->
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as Chat Completions messages (see providers/base.py)."""
-    return chat_messages(
-        request,
-        lambda message: _expand_assistant(message, request.send_images),
-        _expand_user,
-    )
+    return chat_messages(request, _expand_assistant, _expand_user)
 
 
 def _expand_user(message: Message) -> dict[str, Any]:
