@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import os
 import threading
@@ -373,24 +374,31 @@ class Agent:
         return self._stream(prompt, plan, paced)
 
     async def _stream(self, prompt: str, plan: _RunPlan, paced: bool) -> AsyncIterator[Event]:
+        async with self._running(prompt, plan, paced) as run:
+            events = run.events()
+            try:
+                async for event in events:
+                    if plan.conversation is self.conversation and isinstance(event, RunFinished):
+                        self.last_result = event.result
+                    yield event
+            finally:
+                await events.aclose()  # a consumer that stopped early cancels the run now
+
+    @contextlib.asynccontextmanager
+    async def _running(self, prompt: str, plan: _RunPlan, paced: bool) -> AsyncIterator[Run]:
+        """A run of ``plan`` holding its conversation's turn; afterwards, the bookkeeping."""
         release = self._claim(plan.conversation)
-        own = plan.conversation is self.conversation
         try:
             run = Run(self._spec(prompt, plan), paced=paced)
         except BaseException:
             release()
             raise
         self._runs.add(run)
-        events = run.events()
         try:
-            async for event in events:
-                if own and isinstance(event, RunFinished):
-                    self.last_result = event.result
-                yield event
+            yield run
         finally:
-            await events.aclose()  # a consumer that stopped early cancels the run now
             self._runs.discard(run)
-            if own and run.result is not None:
+            if plan.conversation is self.conversation and run.result is not None:
                 self.last_result = run.result
             release()
             if "http_client" in self._provider_options:
@@ -399,13 +407,14 @@ class Agent:
                 await settle(self._provider_options["http_client"])  # recording saved
 
     async def run(self, prompt: str, **options: Unpack[RunOptions]) -> RunResult:
-        """Run to the end on the current event loop and return the result."""
-        result: RunResult | None = None
-        async for event in self.stream(prompt, **options):
-            if isinstance(event, RunFinished):
-                result = event.result
-        assert result is not None
-        return result
+        """Run to the end on the current event loop and return the result.
+
+        Nothing reads the events (the history and traces still see each one), so the
+        run wakes this caller once, at the end.
+        """
+        plan = self._plan(prompt, options)
+        async with self._running(prompt, plan, paced=False) as run:
+            return await run.outcome()
 
     def stream_sync(self, prompt: str, **overrides: Unpack[RunOptions]) -> Iterator[Event]:
         """:meth:`stream` for synchronous code; works inside Jupyter's running loop too.

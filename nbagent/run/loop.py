@@ -66,6 +66,7 @@ class Run:
         self._stop_reason: StopReason | None = None
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self._partial_text: list[str] = []
         self._error: BaseException | None = None
         self._status_provider: Provider | None = None
@@ -79,13 +80,7 @@ class Run:
 
     async def events(self) -> AsyncGenerator[Event, None]:
         """Run the loop, yielding events; the last event is always RunFinished."""
-        self._start()
-        assert self._task is not None
-        timer = None
-        if self.settings.timeout is not None:
-            # One timer for the whole run (not a wait_for per event): it fires even
-            # while the consumer is busy rendering.
-            timer = asyncio.get_running_loop().call_later(self.settings.timeout, self._time_out)
+        self._start(streamed=True)
         try:
             while True:
                 event = await self._queue.get()
@@ -94,14 +89,44 @@ class Run:
                 yield event
                 self._queue.task_done()  # the consumer came back for more: it handled this one
         finally:
-            if timer is not None:
-                timer.cancel()
-            if not self._task.done():
-                # The consumer went away (Stop button, KeyboardInterrupt, break).
-                self._stop("cancelled")
-                self._finish()
-        if not self._task.cancelled():  # cancelled before its first step: nothing to raise
-            await self._task  # re-raise provider errors / ToolError after history is valid
+            self._end()
+        if not self._task_cancelled():  # cancelled before its first step: nothing to raise
+            await self._raise_from_task()
+
+    async def outcome(self) -> RunResult:
+        """Run to the end with no reader of the stream (the listeners still hear each event).
+
+        Nothing is queued and the caller is woken once, when the run ends: the path of
+        ``agent.run`` and ``run_sync``, where nothing displays the events.
+        """
+        self._start(streamed=False)
+        assert self._task is not None
+        try:
+            await asyncio.wait([self._task])  # neither raises nor cancels what the task does
+        finally:
+            self._end()  # a cancelled caller cancels the run (as a reader going away does)
+        if not self._task_cancelled():
+            await self._raise_from_task()
+        assert self.result is not None
+        return self.result
+
+    def _end(self) -> None:
+        """The reader is done: stop the timer; a run still going is cancelled and wrapped up."""
+        if self._timer is not None:
+            self._timer.cancel()
+        assert self._task is not None
+        if not self._task.done():
+            # The consumer went away (Stop button, KeyboardInterrupt, break).
+            self._stop("cancelled")
+            self._finish()
+
+    def _task_cancelled(self) -> bool:
+        return self._task is not None and self._task.cancelled()
+
+    async def _raise_from_task(self) -> None:
+        """Re-raise provider errors / ToolError once the history is valid."""
+        assert self._task is not None
+        await self._task
 
     def cancel(self) -> None:
         """Stop the run as soon as possible with ``stop_reason="cancelled"`` (any thread)."""
@@ -127,8 +152,10 @@ class Run:
 
     # -- the task ----------------------------------------------------------------
 
-    def _start(self) -> None:
-        listeners = [*self.spec.listeners, self._queue.put_nowait]
+    def _start(self, *, streamed: bool) -> None:
+        listeners = list(self.spec.listeners)
+        if streamed:
+            listeners.append(self._queue.put_nowait)
         self.steps = Steps(dataclasses.replace(self.spec, listeners=listeners))
         self._emit = self.steps.emit  # type: ignore[method-assign]  # one call per event, not two
         logger.info("run started: model=%s tools=%s", self.model_label, sorted(self.tools))
@@ -138,6 +165,12 @@ class Run:
         # A task cancelled before its first step never runs _produce's handlers; finishing
         # (idempotent) when it ends guarantees the event stream still closes.
         self._task.add_done_callback(lambda _task: self._finish())
+        if self.settings.timeout is not None:
+            # One timer for the whole run (not a wait_for per event): it fires even
+            # while the consumer is busy rendering.
+            self._timer = asyncio.get_running_loop().call_later(
+                self.settings.timeout, self._time_out
+            )
 
     def _stop(self, reason: StopReason) -> None:
         if self._stop_reason is None:
