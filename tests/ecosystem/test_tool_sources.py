@@ -132,6 +132,7 @@ def test_mcp_servers_loading_refuses_a_server_shadowing_a_kernel_tool(tmp_path):
         )
     )
     saved = dict(nbagent.REGISTRY)
+    nbagent.REGISTRY.clear()  # other tests' @tool functions (an `add`) stay out
     try:
         with pytest.raises(ConfigError, match="'run_python' is offered by the kernel tools"):
             load_config(config)
@@ -180,6 +181,7 @@ def test_agent_mcp_add_in_a_real_kernel_refuses_run_python(shared_kernel: Kernel
 
 def test_a_later_tool_cannot_take_a_kernel_wide_servers_guarded_tool_unguarded():
     saved = dict(nbagent.REGISTRY)
+    nbagent.REGISTRY.clear()  # other tests' @tool functions (an `add`) stay out
     server = MCPServer.stdio(
         sys.executable, [DEMO], name="guarded", allow=["add"], requires_approval=True, timeout=20
     )
