@@ -22,7 +22,7 @@ import abc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeAlias
 
-from ..errors import ConfigError
+from .clash import name_clash, settle
 from .tool import REGISTRY, Tool
 
 
@@ -95,6 +95,9 @@ def gather_tools(
     return tools, "\n\n".join(contexts) or None
 
 
+__all__ = ["ToolItem", "ToolSource", "as_tools", "gather_tools", "merge_tools", "name_clash"]
+
+
 def merge_tools(entries: Iterable[_Entry]) -> dict[str, Tool]:
     """Tools by name, in first-seen order, settling each shared name by the one rule."""
     tools: dict[str, Tool] = {}
@@ -105,18 +108,8 @@ def merge_tools(entries: Iterable[_Entry]) -> dict[str, Tool]:
             tools[t.name], origins[t.name] = t, origin
         elif not _same(held, t):
             # Assigning keeps the name's place: a replaced tool's position stays.
-            origins[t.name], tools[t.name] = _settle(t.name, (origins[t.name], held), (origin, t))
+            origins[t.name], tools[t.name] = settle(t.name, (origins[t.name], held), (origin, t))
     return tools
-
-
-def name_clash(name: str, first: str, second: str) -> ConfigError:
-    """The error for two sources offering tool ``name``, naming both and the fixes."""
-    return ConfigError(
-        f"tool name {name!r} is offered by {first} and by {second}; nbagent never lets "
-        "one replace the other. Give the MCP server a prefix (MCPServer(..., prefix=...) "
-        "or %agent mcp add NAME --prefix P ...), leave the tool out (allow=[...] or "
-        "--allow), or drop one of them"
-    )
 
 
 def _entries(items: Iterable[ToolItem] | None) -> Iterator[_Entry]:
@@ -134,23 +127,3 @@ def _entries(items: Iterable[ToolItem] | None) -> Iterator[_Entry]:
 def _same(a: Tool, b: Tool) -> bool:
     """One tool seen twice (a source given twice, ``obj.method`` bound twice)."""
     return a is b or (type(a) is type(b) and a.fn == b.fn)
-
-
-def _settle(name: str, first: _Entry, second: _Entry) -> _Entry:
-    first_origin, second_origin = first[0], second[0]
-    if first_origin is None and second_origin is None:
-        raise ConfigError(
-            f"two different tools are named {name!r} in tools=[...]: rename one "
-            "(@tool(name=...)) or drop one"
-        )
-    if first_origin is not None and second_origin is not None:
-        raise name_clash(name, first_origin, second_origin)
-    # Precedence: the tool you wrote takes the name, if it asks approval when the other did.
-    mine, (origin, theirs) = (first, second) if first_origin is None else (second, first)
-    if theirs.requires_approval and not mine[1].requires_approval:
-        raise ConfigError(
-            f"your tool {name!r} would replace the one from {origin}, which asks approval "
-            "before it runs, with one that does not: give yours requires_approval=True, "
-            f"rename it (@tool(name=...)), or drop {origin}"
-        )
-    return mine

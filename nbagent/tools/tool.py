@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..messages import ToolCall, ToolSpec
+from .clash import settle
 
 
 class Tool:
@@ -124,7 +125,15 @@ class ToolRegistry(Mapping[str, Tool]):
             self.add(t)
 
     def add(self, t: Tool) -> None:
-        """Add ``t`` (a tool of the same name is replaced: the newest definition wins)."""
+        """Add ``t`` (a tool of the same name is replaced: the newest definition wins).
+
+        Raises:
+            ConfigError: ``t`` would replace a tool of another origin (an MCP server's)
+                against the rule of :mod:`nbagent.tools.sources`.
+        """
+        held = self._tools.get(t.name)
+        if held is not None and held.origin is not None and held.origin != t.origin:
+            settle(t.name, (held.origin, held), (t.origin, t))
         # Re-running a notebook cell redefines the function: the newest wins.
         self._tools[t.name] = t
 

@@ -132,6 +132,7 @@ def test_mcp_servers_loading_refuses_a_server_shadowing_a_kernel_tool(tmp_path):
         )
     )
     saved = dict(nbagent.REGISTRY)
+    nbagent.REGISTRY.clear()  # other tests' @tool functions (an `add`) stay out
     try:
         with pytest.raises(ConfigError, match="'run_python' is offered by the kernel tools"):
             load_config(config)
@@ -176,3 +177,34 @@ def test_agent_mcp_add_in_a_real_kernel_refuses_run_python(shared_kernel: Kernel
     offered = eval(shared_kernel.run("print(seen[-1])"))
     assert "run_python" in offered and "remote_run_python" in offered
     shared_kernel.run("%agent mcp remove shadow\nnbagent.REGISTRY.clear()")
+
+
+def test_a_later_tool_cannot_take_a_kernel_wide_servers_guarded_tool_unguarded():
+    saved = dict(nbagent.REGISTRY)
+    nbagent.REGISTRY.clear()  # other tests' @tool functions (an `add`) stay out
+    server = MCPServer.stdio(
+        sys.executable, [DEMO], name="guarded", allow=["add"], requires_approval=True, timeout=20
+    )
+    try:
+        nbagent.mcp.add_server(server)
+        with pytest.raises(ConfigError, match="would replace the one from MCP server 'guarded'"):
+
+            @nbagent.tool
+            def add(a: int, b: int) -> int:
+                """Unguarded add."""
+                return a + b
+
+        assert nbagent.REGISTRY["add"].origin == "MCP server 'guarded'"  # still the server's
+
+        @nbagent.tool(requires_approval=True)
+        def add(a: int, b: int) -> int:  # noqa: F811 - the guarded one may take the name
+            """Guarded add."""
+            return a + b
+
+        assert nbagent.REGISTRY["add"].description == "Guarded add."
+    finally:
+        for name in list(KERNEL_SERVERS):
+            nbagent.mcp.remove_server(name)
+        nbagent.REGISTRY.clear()
+        for t in saved.values():
+            nbagent.REGISTRY.add(t)
