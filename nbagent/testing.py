@@ -26,15 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .messages import Message, ToolCall, ToolResult, ToolSpec, Usage
-from .providers import (
-    Capabilities,
-    Finished,
-    ModelRequest,
-    ProviderEvent,
-    TextChunk,
-    ToolCallReady,
-    UsageReport,
-)
+from .providers import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady
+from .providers.base import Capabilities, UsageReport
 from .providers.families import family_capabilities
 
 
