@@ -355,7 +355,11 @@ def test_magic_output_survives_save_and_reload(
     page.keyboard.press("Control+s")
     html = ""
     for _ in range(300):  # the file on disk, once JupyterLab has written it
-        saved = nbformat.read(jupyterlab.root / notebook, as_version=4)
+        try:
+            saved = nbformat.read(jupyterlab.root / notebook, as_version=4)
+        except nbformat.reader.NotJSONError:  # caught mid-write (empty or partial file)
+            page.wait_for_timeout(100)
+            continue
         html = "".join(o.get("data", {}).get("text/html", "") for o in saved.cells[2].outputs)
         if html:
             break
