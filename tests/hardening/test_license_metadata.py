@@ -7,11 +7,13 @@ requirement says so too.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.licenses import canonicalize_license_expression
 from packaging.requirements import Requirement
+
+tomllib = pytest.importorskip("tomllib", reason="tomllib is in Python 3.11+")
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
