@@ -89,6 +89,8 @@ def test_no_key_fragment_reaches_a_span(tmp_path: Path, content: str):
     for secret in (KEY, SHAPED, TOKEN):
         assert_no_fragment("the spans", text, secret)
     if content == "1":  # the content is there, redacted
-        assert tools["echo"]["attributes"]["gen_ai.tool.call.result"] == "echo: [redacted] [redacted]"
+        assert (
+            tools["echo"]["attributes"]["gen_ai.tool.call.result"] == "echo: [redacted] [redacted]"
+        )
         assert "[redacted]" in failed["attributes"]["gen_ai.tool.call.arguments"]
         assert "[redacted]" in text and "Fetch the account." in text
