@@ -108,7 +108,7 @@ def code_html(code: str) -> str:
 def approval_bundle(code: str) -> dict[str, str]:
     """The code as a display bundle: highlighted HTML and its plain-text twin, both whole."""
     return {
-        "text/plain": visible_code(code) + f"\n# ({fingerprint(code)})",
+        "text/plain": visible_code(code),  # the question below names its length and hash
         "text/html": code_html(code)
         + f'<div style="font-size:85%;opacity:.8">{html.escape(fingerprint(code))}</div>',
     }
