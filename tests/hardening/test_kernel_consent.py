@@ -50,6 +50,8 @@ def script(request):
         return reply("", [call("inspect_variable", name=p[len("inspect "):])])
     if p == "remove":
         return reply("", [call("remove", path="/tmp/\u202etxt.exe\x1b[8m" + "y" * 500)])
+    if p == "context":
+        return request.request.system or ""
     if p == "list":
         return reply("", [call("list_variables")])
     return "You said: " + p
@@ -118,3 +120,36 @@ def test_the_question_for_other_tools_is_whole_with_hidden_characters_marked(ker
     assert not [c for c in HIDDEN if c in prompt]
     expected = 'remove(path="/tmp/⟦U+202E⟧txt.exe\\u001b[8m' + "y" * 500 + '")'
     assert prompt == f"nbagent: allow {expected}? [y/N] "
+
+
+HOSTILE = """
+import time
+
+class Hostile:
+    # Passes for a data library's object: the inventory reads its .shape.
+    __module__ = "numpy.hostile"
+
+    @property
+    def shape(self):
+        time.sleep(3600)
+
+hostile = Hostile()
+numbers = [1, 2, 3]
+"""
+
+
+def test_a_hostile_shape_cannot_stall_the_runs(kernel: Kernel):
+    kernel.run(HOSTILE)
+    reply, messages = kernel.execute("%%agent --kernel\ncontext", timeout=60)
+    assert reply["content"]["status"] == "ok"
+    first = HtmlFacts(last_html(messages)).text
+    assert "(by type only: reading 'hostile' took over 2 s)" in first
+    assert "hostile: numpy.hostile.Hostile" in first and "numbers: list" in first
+    # Later runs list that type by type only and describe everything else again.
+    reply, messages = kernel.execute("%%agent --kernel\ncontext", timeout=60)
+    again = HtmlFacts(last_html(messages)).text
+    assert "by type only" not in again
+    assert "hostile: numpy.hostile.Hostile" in again and "numbers: list, 3 items" in again
+    reply, messages = kernel.execute("%%agent --kernel\nlist", timeout=60)
+    assert "numbers: list, 3 items" in HtmlFacts(last_html(messages)).text
+    kernel.run("del hostile, Hostile")
