@@ -3,9 +3,10 @@
 Only cheap facts are read: the type, a DataFrame's shape and dtypes, an array's
 shape, a builtin container's length, a short repr of builtin scalars. No user
 ``__repr__`` or ``__len__`` runs and no frame is copied, so 10,000 variables cost
-milliseconds. Reading ``.shape`` of an object from a data library's module is
-still code the object chose (a subclass's property can hang), and the inventory is
-built when a run starts, on nbagent's event loop. So the facts are read on a worker
+milliseconds. ``.shape`` is read only of types the data libraries define themselves
+(not a user's class that names itself ``numpy.x``), yet that is still code (a
+patched or lazy library object can take any time), and the inventory is built when
+a run starts, on nbagent's event loop. So the facts are read on a worker
 thread within :data:`INVENTORY_SECONDS`, as prompt fields are: past that the
 inventory lists each variable by name and type only (read without running any of
 its code), says which value was too slow, and later inventories list values of that
@@ -21,6 +22,7 @@ from typing import Any
 
 from .._internal.workers import TIMED_OUT, wait_bounded
 from .namespace import KernelView
+from .static import defined_in
 
 __all__ = ["INVENTORY_CHARS", "INVENTORY_SECONDS", "inventory"]
 
@@ -77,14 +79,17 @@ def _category(kind: type) -> int:
     # nbagent's own objects (tools, agents, results) and IPython's helpers are not data.
     if module.startswith(("nbagent", "IPython", "ipykernel", "typing")):
         return _SKIP
-    return _SHAPED if module.startswith(_DATA_MODULES) else _PLAIN
+    # Defined by the library itself: a user's class naming itself "numpy.x" is not data.
+    return (
+        _SHAPED if module.startswith(_DATA_MODULES) and defined_in(kind, _DATA_MODULES) else _PLAIN
+    )
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
     kind = type(value)
     if kind in _slow_types:
         return None
-    if _type_facts(kind)[1].startswith(_DATA_MODULES):
+    if defined_in(kind, _DATA_MODULES):
         shape = getattr(value, "shape", None)
         if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
             return shape
@@ -105,10 +110,11 @@ def _size(value: Any) -> int:
 def describe(name: str, value: Any) -> str:
     """One inventory line for ``name``."""
     kind = type(value)
-    type_name, module = _type_facts(kind)
+    type_name = _type_facts(kind)[0]
     if kind in _slow_types:
         return _type_line(name, kind)
-    if module.startswith("pandas") and type_name == "DataFrame":
+    trusted = defined_in(kind, ("pandas",))
+    if trusted and type_name == "DataFrame":
         rows, cols = value.shape
         dtypes = value.dtypes
         shown = [
@@ -117,7 +123,7 @@ def describe(name: str, value: Any) -> str:
         ]
         more = f", … {cols - MAX_COLUMNS} more columns" if cols > MAX_COLUMNS else ""
         return f"{name}: DataFrame {rows} rows × {cols} columns [{', '.join(shown)}{more}]"
-    if module.startswith("pandas") and type_name == "Series":
+    if trusted and type_name == "Series":
         label = f" name={value.name!r}" if isinstance(value.name, (str, int)) else ""
         return f"{name}: Series {len(value)} rows, dtype {value.dtype}{label}"
     shape = _shape(value)

@@ -122,34 +122,111 @@ def test_the_question_for_other_tools_is_whole_with_hidden_characters_marked(ker
     assert prompt == f"nbagent: allow {expected}? [y/N] "
 
 
-HOSTILE = """
-import time
+SIDE_EFFECTS = """
+import pandas as pd
 
-class Hostile:
-    # Passes for a data library's object: the inventory reads its .shape.
-    __module__ = "numpy.hostile"
+effects = []
+
+class Account:
+    def __init__(self):
+        self.balance = 100
+        self.owner = "ada"
+
+    @property
+    def close_account(self):
+        effects.append("closed the account")
+        return "closed"
+
+    def deposit(self, amount):
+        self.balance += amount
+
+    def __repr__(self):
+        effects.append("Account repr")
+        return "Account()"
+
+    def __getattr__(self, name):
+        effects.append("getattr " + name)
+        return 0
+
+class Shelf(dict):
+    def __getitem__(self, key):
+        effects.append("getitem " + key)
+        return dict.__getitem__(self, key)
+
+    def __repr__(self):
+        effects.append("Shelf repr")
+        return "Shelf"
+
+    def __len__(self):
+        effects.append("Shelf len")
+        return 0
+
+class Pretender:
+    # Names a data library as its module: neither trusted nor "data" for that.
+    __module__ = "numpy.pretend"
 
     @property
     def shape(self):
-        time.sleep(3600)
+        effects.append("Pretender shape")
+        return (1,)
 
-hostile = Hostile()
+    def __getitem__(self, key):
+        effects.append("Pretender getitem")
+        return 1
+
+acct = Account()
+shelf = Shelf(delete="gone")
+pretender = Pretender()
+frame = pd.DataFrame({"holder": [acct, "plain"], "n": [1, 2]})
+"""
+
+INSPECTIONS = {
+    "acct.close_account": "acct.close_account: not evaluated. It is a property of Account",
+    "shelf['delete']": "shelf['delete']: not evaluated. Shelf is not a plain dict or list",
+    "acct.missing": "acct.missing: not found as a stored attribute; Account computes other",
+    "pretender[0]": "pretender[0]: not evaluated. numpy.pretend.Pretender is not a plain",
+    "acct": "acct: Account\nrepr: not evaluated (Account objects print with their own code)",
+    "acct.balance": "acct.balance: int\nrepr: 100",
+    "shelf": "length: 1 (as a dict)",
+    "frame": "holder  n\n0  <Account object>  1\n1            plain  2",
+}
+
+
+def test_inspection_reads_without_running_the_users_code(kernel: Kernel):
+    kernel.run(SIDE_EFFECTS)
+    for name, expected in INSPECTIONS.items():
+        reply, messages = kernel.execute(f"%%agent --kernel\ninspect {name}", timeout=60)
+        assert reply["content"]["status"] == "ok"
+        shown = HtmlFacts(last_html(messages)).text
+        assert " ".join(expected.split()) in " ".join(shown.split()), (name, shown)
+    kernel.execute("%%agent --kernel\nlist", timeout=60)
+    assert kernel.run("print(effects)") == "[]\n"  # nothing ran: no property, repr, [ ]
+
+
+HOSTILE = """
+import time
+import pandas.core.series
+
+slow_series = pd.Series([1, 2, 3])
 numbers = [1, 2, 3]
+real_shape = pandas.core.series.Series.shape
+# A library object that takes forever to size (a lazy or patched one).
+pandas.core.series.Series.shape = property(lambda self: time.sleep(3600))
 """
 
 
-def test_a_hostile_shape_cannot_stall_the_runs(kernel: Kernel):
+def test_a_slow_shape_cannot_stall_the_runs(kernel: Kernel):
     kernel.run(HOSTILE)
-    reply, messages = kernel.execute("%%agent --kernel\ncontext", timeout=60)
-    assert reply["content"]["status"] == "ok"
-    first = HtmlFacts(last_html(messages)).text
-    assert "(by type only: reading 'hostile' took over 2 s)" in first
-    assert "hostile: numpy.hostile.Hostile" in first and "numbers: list" in first
-    # Later runs list that type by type only and describe everything else again.
-    reply, messages = kernel.execute("%%agent --kernel\ncontext", timeout=60)
-    again = HtmlFacts(last_html(messages)).text
-    assert "by type only" not in again
-    assert "hostile: numpy.hostile.Hostile" in again and "numbers: list, 3 items" in again
-    reply, messages = kernel.execute("%%agent --kernel\nlist", timeout=60)
-    assert "numbers: list, 3 items" in HtmlFacts(last_html(messages)).text
-    kernel.run("del hostile, Hostile")
+    try:
+        reply, messages = kernel.execute("%%agent --kernel\ncontext", timeout=60)
+        assert reply["content"]["status"] == "ok"
+        first = HtmlFacts(last_html(messages)).text
+        assert "(by type only: reading 'slow_series' took over 2 s)" in first
+        assert "slow_series: pandas.Series" in first and "numbers: list" in first
+        # Later runs list that type by type only and describe everything else again.
+        reply, messages = kernel.execute("%%agent --kernel\ncontext", timeout=60)
+        again = HtmlFacts(last_html(messages)).text
+        assert "by type only" not in again and "numbers: list, 3 items" in again
+        assert "slow_series: pandas.Series" in again
+    finally:
+        kernel.run("pandas.core.series.Series.shape = real_shape\ndel slow_series")
