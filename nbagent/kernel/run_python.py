@@ -11,6 +11,7 @@ expression, what it displayed and the figures it drew come back as one
 from __future__ import annotations
 
 import ast
+import contextvars
 import itertools
 import linecache
 import sys
@@ -280,7 +281,10 @@ def _run_on_own_thread(
         except BaseException as exc:  # noqa: BLE001 - delivered to the waiting tool
             box.append((False, exc))
 
-    worker = threading.Thread(target=run, name="nbagent-run-python", daemon=True)
+    context = contextvars.copy_context()  # the tool's context (its deadline) goes along
+    worker = threading.Thread(
+        target=context.run, args=(run,), name="nbagent-run-python", daemon=True
+    )
     worker.start()
     if not finished.wait(timeout):
         _interrupt(worker)
