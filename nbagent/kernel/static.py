@@ -15,6 +15,7 @@ name, so ``__module__ = "numpy.x"`` on a user's class does not make it trusted.
 
 from __future__ import annotations
 
+import collections
 import sys
 import types
 from typing import Any
@@ -40,15 +41,23 @@ _TYPE_MODULE = type.__dict__["__module__"]
 _MISSING = object()
 _TRUSTED_PACKAGES = ("pandas", "numpy")
 
-_C_DESCRIPTORS = (
-    types.MemberDescriptorType,  # __slots__
-    types.GetSetDescriptorType,  # C-level attributes (complex.real, datetime.year)
+_Pair: Any = collections.namedtuple("_Pair", "a")
+_C_METHODS: tuple[type, ...] = (
     types.MethodDescriptorType,  # list.append
     types.WrapperDescriptorType,  # object.__init__
     types.ClassMethodDescriptorType,  # dict.fromkeys
     types.BuiltinFunctionType,
 )
+_C_DESCRIPTORS: tuple[type, ...] = (
+    types.MemberDescriptorType,  # __slots__
+    types.GetSetDescriptorType,  # C-level attributes (complex.real, datetime.year)
+    type(_Pair.a),  # a namedtuple's fields
+    *_C_METHODS,
+)
 _BUILTIN_CONTAINERS = (list, tuple, dict, set, frozenset, str, bytes, bytearray)
+_STDLIB_DICTS = (collections.OrderedDict, collections.defaultdict, collections.Counter)
+"""dict subclasses whose stored items are read through dict's own methods (a
+defaultdict's __missing__ never runs: a missing key is a KeyError, nothing is added)."""
 _PLAIN_SCALARS = (type(None), bool, int, float, complex, range)
 _SAFE_KEYS = (str, bytes, int, float, complex, bool, type(None))
 _STDLIB_SCALARS = {
@@ -244,7 +253,7 @@ def static_item(value: Any, key: Any, path: str) -> Any:
     kind = type(value)
     if kind in (list, tuple, str, bytes, bytearray, range):
         return value[key]  # C code: an int index, or TypeError
-    if kind is dict:
+    if kind is dict or kind in _STDLIB_DICTS:
         if type(key) not in _SAFE_KEYS:
             raise TypeError(f"unsupported key {key!r}")
         # Compared only with keys of the same plain type: a user's key object's
@@ -337,7 +346,7 @@ def class_members(kind: type) -> list[tuple[str, str]]:
     """The public attributes of a class and its bases (but ``object``), with their kind."""
     seen: dict[str, str] = {}
     for klass in _mro(kind):
-        if klass is object:
+        if klass is object or klass in _BUILTIN_CONTAINERS:  # their methods are no news
             continue
         for name, attribute in _class_dict(klass).items():
             if type(name) is not str or name.startswith("_") or name in seen:
@@ -357,6 +366,10 @@ def _kind_of(attribute: Any) -> str:
         return "property, not evaluated"
     if _is(attribute, types.MemberDescriptorType):
         return "slot"
+    if _is(attribute, _C_METHODS):
+        return "method"
+    if _is(attribute, _C_DESCRIPTORS):
+        return "field"
     if _has(type(attribute), "__get__") and not _is(attribute, _C_DESCRIPTORS):
         return "descriptor, not evaluated"
     return "attribute"

@@ -69,6 +69,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     # over real loopback HTTP, real kernels or real child processes.
     "inspection runs no user code": (
         "test_kernel_consent.py::test_inspection_reads_without_running_the_users_code",
+        "test_inspect_reads.py::test_hostile_values_are_read_without_their_code",
+        "test_inspect_reads.py::test_a_missing_key_of_a_defaultdict_adds_nothing",
         "../core/test_kernel_tools.py::test_inspect_runs_no_repr_or_len_of_a_user_class",
         "../core/test_kernel_tools.py::test_a_hanging_repr_does_not_hold_inspection",
     ),
