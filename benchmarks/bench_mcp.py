@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
-from nbagent._internal.sync import run_in_background  # noqa: E402
+from nbagent._internal.threads import run_in_background  # noqa: E402
 from nbagent.mcp import MCPServer  # noqa: E402
 from nbagent.messages import ToolCall  # noqa: E402
 from nbagent.tools import Tool, execute_round  # noqa: E402

@@ -4,7 +4,8 @@ When OpenTelemetry is in use (``opentelemetry.trace`` imported, which configurin
 a tracer provider does), every run emits one ``invoke_agent`` span, a ``chat``
 span per model request and an ``execute_tool`` span per tool call, carrying the
 GenAI semantic-convention attributes (``gen_ai.operation.name``,
-``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.*``,
+``gen_ai.provider.name`` (the provider's declared ``Capabilities.tracing_name``),
+``gen_ai.request.model``, ``gen_ai.usage.*``,
 ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``). Prompts, answers,
 tool arguments and results are recorded only with ``NBAGENT_OTEL_CONTENT=1``.
 Every text put on a span (content, names, error descriptions and types) goes
@@ -35,19 +36,18 @@ from .events import (
     ToolCallStarted,
 )
 from .messages import Usage
+from .providers import Provider, capabilities
+from .results import STOPS
 
 CONTENT_VARIABLE = "NBAGENT_OTEL_CONTENT"
 """Set to 1 to record prompts, answers, tool arguments and results on spans."""
 
-PROVIDER_NAMES = {"gemini": "gcp.gemini"}
-"""nbagent provider names whose ``gen_ai.provider.name`` differs (semantic conventions)."""
-
-ERROR_STOPS = {"error", "timeout", "cancelled", "tool_errors", "output_invalid"}
+ERROR_STOPS = {reason for reason, stop in STOPS.items() if stop.is_error}
 """Stop reasons that mark the run span as failed (``error.type`` = the stop reason)."""
 
 
-def run_tracer(provider: str, model: str, env: Any = None) -> RunTracer | None:
-    """A tracer for one run, or None when OpenTelemetry is not in use."""
+def run_tracer(provider: Provider, env: Any = None) -> RunTracer | None:
+    """A tracer for one run of ``provider``, or None when OpenTelemetry is not in use."""
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
         return None
@@ -56,26 +56,21 @@ def run_tracer(provider: str, model: str, env: Any = None) -> RunTracer | None:
     # agent's own env= mapping: a span is an output like the history, same rules.
     known = process_scrubber().secrets
     scrubber = Scrubber([*known, *collect_secrets(None, env)])
-    return RunTracer(trace, provider, model, content=content, scrubber=scrubber)
+    return RunTracer(trace, provider, content=content, scrubber=scrubber)
 
 
 class RunTracer:
     """Turns one run's events into spans."""
 
     def __init__(
-        self,
-        trace: Any,
-        provider: str,
-        model: str,
-        *,
-        content: bool,
-        scrubber: Scrubber | None = None,
+        self, trace: Any, provider: Provider, *, content: bool, scrubber: Scrubber | None = None
     ) -> None:
         self.trace = trace
         self.scrub = (scrubber or process_scrubber()).text
         self.tracer = trace.get_tracer("nbagent")
-        self.provider = provider
-        self.model = model
+        self.provider = provider.name
+        self.provider_name = capabilities(provider).tracing_name or provider.name
+        self.model = provider.model
         self.content = content
         self.run_span: Any = None
         self.request_span: Any = None
@@ -86,7 +81,7 @@ class RunTracer:
     def _common(self, operation: str) -> dict[str, Any]:
         return {
             "gen_ai.operation.name": operation,
-            "gen_ai.provider.name": PROVIDER_NAMES.get(self.provider, self.provider),
+            "gen_ai.provider.name": self.provider_name,
             "gen_ai.system": self.provider,
             "gen_ai.request.model": self.model,
         }

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._internal.threads import MAIN_THREAD_POSTER, MainThreadJob, call_on_main_thread
 from ..tools import Tool
 from .errors import last_error_text
 from .inspect import inspect_text
 from .inventory import INVENTORY_CHARS, inventory
-from .mainthread import MAIN_THREAD_POSTER, MainThreadJob, call_on_main_thread
 from .namespace import KernelView, current_view
 from .propose import propose_text
 from .run_python import PythonError, RunPythonOutput, run_code

@@ -20,7 +20,7 @@ import types
 import weakref
 from typing import Any
 
-from .._internal.workers import TIMED_OUT, wait_bounded
+from .._internal.threads import TIMED_OUT, wait_bounded
 from .namespace import KernelView
 from .static import defined_in
 

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
-from .._internal.sync import background_loop, run_in_background
+from .._internal.threads import background_loop, run_in_background
 from ..errors import ConfigError
 from .tools import MCPError, MCPTool, check_schema, to_value, wire_name
 

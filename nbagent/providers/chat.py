@@ -31,7 +31,7 @@ def chat_messages(
     for message in request.messages:
         if message.role == "assistant":
             out += expand_assistant(message)
-        elif message.images and not request.images:  # images off: the text names them
+        elif message.images and not request.send_images:  # images off: the text names them
             text = "\n".join([message.content, *placeholders(message.images)])
             out.append({"role": message.role, "content": text})
         elif message.images and expand_user is not None:

@@ -237,7 +237,7 @@ def test_a_text_only_request_gets_the_text_parts_and_a_placeholder(server):
 
     wire = WireServer(responder=ScriptedReplies(script))
     try:
-        agent = http_agent("openai:gpt-4o", wire, tools=[server], store=None, images=False)
+        agent = http_agent("openai:gpt-4o", wire, tools=[server], store=None, send_images=False)
         agent.run_sync("What does the chart show?")
         messages = wire.bodies()[1]["messages"]
         assert messages[-1] == {
@@ -432,7 +432,7 @@ def test_no_orphan_after_the_interpreter_exits_or_is_killed(how, tmp_path):
         f"""
         import sys, time
         from nbagent.mcp import MCPServer
-        from nbagent._internal.sync import run_in_background
+        from nbagent._internal.threads import run_in_background
         server = MCPServer.stdio(sys.executable, [{DEMO!r}])
         print(run_in_background(lambda: server.call("pid", {{}})), flush=True)
         if {how!r} == "kill":
