@@ -80,6 +80,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "test_kernel_consent.py::test_the_question_for_other_tools_is_whole_with_hidden_characters_marked",
         "test_approval_exact.py::test_a_call_changed_while_asked_is_denied",
         "test_approval_exact.py::test_the_bridge_refuses_arguments_too_long_to_show_without_asking",
+        "../browser/test_kernel_approval.py::test_long_code_with_hidden_characters_is_shown_whole_and_visibly",
     ),
     "no key in a trace span": ("test_trace_redaction.py::test_no_key_fragment_reaches_a_span",),
     "files only their owner can read": (
