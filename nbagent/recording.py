@@ -39,6 +39,7 @@ from typing import Any
 
 import httpx
 
+from ._internal.private_files import make_private_folder, open_private
 from ._internal.redaction import REDACTED, scrub, scrub_stream  # one redaction for every output
 from .errors import ConfigError, ReplayMissError
 from .providers import invented_id_patterns, secret_headers
@@ -252,8 +253,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             if append:
                 _started.add(self.path)
             if self.path not in _started:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.path.write_text("", encoding="utf-8")
+                make_private_folder(self.path.parent)  # 0700, the file 0600: it holds prompts
+                open_private(self.path, "w").close()
                 _started.add(self.path)
 
     def __repr__(self) -> str:
@@ -312,7 +313,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         entry["duration_s"] = round(time.perf_counter() - started, 4)
         # Bodies too: a server echoing the key, a prompt or a tool argument holding it.
         line = scrub(json.dumps(entry, ensure_ascii=False)) + "\n"
-        with _file_lock, open(self.path, "a", encoding="utf-8") as file:
+        with _file_lock, open_private(self.path, "a") as file:
             file.write(line)
 
     async def aclose(self) -> None:

@@ -8,6 +8,10 @@ GenAI semantic-convention attributes (``gen_ai.operation.name``,
 ``gen_ai.request.model``, ``gen_ai.usage.*``,
 ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``). Prompts, answers,
 tool arguments and results are recorded only with ``NBAGENT_OTEL_CONTENT=1``.
+Every text put on a span (content, names, error descriptions and types) goes
+through the redaction the history uses (:mod:`nbagent._internal.redaction`): the
+agent's keys, key-like environment variables, any 10-character piece of them and
+key-shaped text become ``[redacted]``.
 
 The spans are built from the run's events (the same stream panels and the history
 writer read), so the loop knows nothing about tracing. When OpenTelemetry is not
@@ -22,6 +26,7 @@ import sys
 import time
 from typing import Any
 
+from ._internal.redaction import REDACTED, Scrubber, collect_secrets, process_scrubber
 from .events import (
     Event,
     RoundFinished,
@@ -47,14 +52,21 @@ def run_tracer(provider: Provider, env: Any = None) -> RunTracer | None:
     if trace is None:
         return None
     content = (env if env is not None else os.environ).get(CONTENT_VARIABLE, "") == "1"
-    return RunTracer(trace, provider, content=content)
+    # The process's known secrets (every provider's keys register there) and the
+    # agent's own env= mapping: a span is an output like the history, same rules.
+    known = process_scrubber().secrets
+    scrubber = Scrubber([*known, *collect_secrets(None, env)])
+    return RunTracer(trace, provider, content=content, scrubber=scrubber)
 
 
 class RunTracer:
     """Turns one run's events into spans."""
 
-    def __init__(self, trace: Any, provider: Provider, *, content: bool) -> None:
+    def __init__(
+        self, trace: Any, provider: Provider, *, content: bool, scrubber: Scrubber | None = None
+    ) -> None:
         self.trace = trace
+        self.scrub = (scrubber or process_scrubber()).text
         self.tracer = trace.get_tracer("nbagent")
         self.provider = provider.name
         self.provider_name = capabilities(provider).tracing_name or provider.name
@@ -81,36 +93,38 @@ class RunTracer:
             attributes["gen_ai.agent.name"] = "nbagent"
             attributes["gen_ai.conversation.id"] = event.conversation_id
             if self.content:
-                attributes["gen_ai.input.messages"] = _messages("user", event.prompt)
+                attributes["gen_ai.input.messages"] = self.scrub(_messages("user", event.prompt))
             self.run_span = self.tracer.start_span("invoke_agent nbagent", attributes=attributes)
             self._start_request()
         elif isinstance(event, ToolCallStarted):
             if self.request_ended_ns is None:
                 self.request_ended_ns = time.time_ns()  # the request ended when calls began
             call = event.call
+            name = self.scrub(call.name)  # the model's words: an unknown name may be anything
             attributes = self._common("execute_tool")
             attributes.update(
                 {
-                    "gen_ai.tool.name": call.name,
-                    "gen_ai.tool.call.id": call.id,
+                    "gen_ai.tool.name": name,
+                    "gen_ai.tool.call.id": self.scrub(call.id),
                     "gen_ai.tool.type": "function",
                 }
             )
             if self.content:
-                attributes["gen_ai.tool.call.arguments"] = json.dumps(
-                    call.arguments, ensure_ascii=False, default=str
+                attributes["gen_ai.tool.call.arguments"] = self.scrub(
+                    json.dumps(call.arguments, ensure_ascii=False, default=str)
                 )
             self.tool_spans[call.id] = self.tracer.start_span(
-                f"execute_tool {call.name}", context=self._parent(), attributes=attributes
+                f"execute_tool {name}", context=self._parent(), attributes=attributes
             )
         elif isinstance(event, ToolCallFinished):
             result = event.result
             span = self.tool_spans.pop(result.call_id, None)
             if span is not None:
                 if self.content:
-                    span.set_attribute("gen_ai.tool.call.result", result.content)
+                    span.set_attribute("gen_ai.tool.call.result", self.scrub(result.content))
                 if not result.ok:
-                    self._fail(span, _error_type(result.error), result.error or "")
+                    error = self.scrub(result.error or "")
+                    self._fail(span, _error_type(error), error)
                 span.end()
         elif isinstance(event, RoundFinished):
             usage = event.round.usage
@@ -138,7 +152,8 @@ class RunTracer:
             span.set_attribute("nbagent.stop_reason", stop)
             span.set_attribute("nbagent.rounds", len(result.rounds))
             if self.content and result.text:
-                span.set_attribute("gen_ai.output.messages", _messages("assistant", result.text))
+                answer = self.scrub(_messages("assistant", result.text))
+                span.set_attribute("gen_ai.output.messages", answer)
         if stop in ERROR_STOPS:
             self._fail(span, stop, f"run stopped: {stop}")
         span.end()
@@ -192,7 +207,7 @@ def _minus(total: Usage, part: Usage) -> Usage:
 def _error_type(error: str | None) -> str:
     """``ValueError`` from ``"ValueError: boom"``; ``tool_error`` when no class is named."""
     head = (error or "").split(":", 1)[0].strip()
-    return head if head.isidentifier() else "tool_error"
+    return head if head.isidentifier() and REDACTED not in head else "tool_error"
 
 
 def _messages(role: str, text: str) -> str:

@@ -4,6 +4,7 @@
 ``IPython.display.Image`` or PNG/JPEG bytes into an :class:`Image`: encoded bytes
 plus their size, downscaled so the longest side is at most :data:`MAX_SIDE`
 pixels. Each provider adapter places images as its API allows (see WIRE_FORMATS).
+An :class:`Image` never carries metadata (text chunks, EXIF: :mod:`.image_metadata`).
 
 A leaf module: matplotlib, Pillow and IPython are imported only when a value of
 theirs is converted (Pillow is optional: without it, PNG/JPEG bytes within the
@@ -17,6 +18,8 @@ import io
 import struct
 from dataclasses import dataclass
 from typing import Any
+
+from .image_metadata import strip_metadata
 
 MAX_SIDE = 1024
 """Longest side, in pixels, of an image sent to a model."""
@@ -38,6 +41,13 @@ class Image:
     """``image/png`` or ``image/jpeg``."""
     width: int
     height: int
+
+    def __post_init__(self) -> None:
+        # Every image is made here, whichever way it came (a tool, a prompt field, an MCP
+        # server, the history): its metadata never reaches the history or a model.
+        stripped = strip_metadata(self.data)
+        if stripped is not self.data:
+            object.__setattr__(self, "data", stripped)
 
     def __repr__(self) -> str:
         return f"Image({self.width}×{self.height} {self.format}, {len(self.data)} bytes)"

@@ -11,73 +11,32 @@ expression, what it displayed and the figures it drew come back as one
 from __future__ import annotations
 
 import ast
+import contextvars
 import itertools
 import linecache
 import sys
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from .._internal.images import is_image_like
-from .._internal.threads import JobTimedOut, call_on_main_thread
+from .._internal.threads import MAIN_THREAD_POSTER, JobTimedOut, call_on_main_thread
 from .._internal.values import cut_middle, to_model_text
+from .capture import capture_output
 from .errors import trimmed_traceback
 from .namespace import KernelView
 
 __all__ = ["PythonError", "RunPythonOutput", "run_code"]
 
-KEPT_CHARS = 50_000
-"""Captured characters kept per stream (half from the start, half from the end)."""
 MAX_DISPLAYS = 20
+STOP_GRACE = 5.0
+"""Seconds code past its limit has to stop after it was interrupted."""
 
 _numbers = itertools.count(1)
 
 
 class PythonError(Exception):
     """The code did not parse, raised, or was stopped; the message is what the model reads."""
-
-
-class CappedText:
-    """A write-only text stream keeping the first and last characters of what it gets."""
-
-    def __init__(self, limit: int = KEPT_CHARS) -> None:
-        self.half = limit // 2
-        self.head: list[str] = []
-        self.head_size = 0
-        self.tail: list[str] = []
-        self.tail_size = 0
-        self.total = 0
-
-    def write(self, text: str) -> int:
-        """Keep ``text`` (or the part of it that fits)."""
-        text = str(text)
-        self.total += len(text)
-        room = self.half - self.head_size
-        if room > 0:
-            self.head.append(text[:room])
-            self.head_size += min(room, len(text))
-            text = text[room:]
-        if text:
-            self.tail.append(text[-self.half :])
-            self.tail_size += min(len(text), self.half)
-            if self.tail_size > 2 * self.half:
-                joined = "".join(self.tail)[-self.half :]
-                self.tail, self.tail_size = [joined], len(joined)
-        return len(text)
-
-    def flush(self) -> None:
-        """Nothing to flush."""
-
-    def isatty(self) -> bool:
-        """Not a terminal."""
-        return False
-
-    def getvalue(self) -> str:
-        """What was kept, with a marker for what was not."""
-        head = "".join(self.head)
-        tail = "".join(self.tail)[-self.half :] if self.tail else ""
-        dropped = self.total - len(head) - len(tail)
-        if dropped > 0:
-            return f"{head}\n[… {dropped:,} characters not kept …]\n{tail}"
-        return head + tail
 
 
 class RunPythonOutput:
@@ -212,11 +171,33 @@ def _execute(view: KernelView, code: str, filename: str) -> RunPythonOutput:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     flags = int(getattr(getattr(shell, "compile", None), "flags", 0))
     before = {id(f) for f in _open_figures()}
-    out, err = CappedText(), CappedText()
-    saved = sys.stdout, sys.stderr
     publisher = _capture_displays(shell)
-    sys.stdout, sys.stderr = out, err
     error: BaseException | None = None
+    try:
+        with capture_output() as (out, err):  # this thread's prints only, undone whatever happens
+            error = _run_tree(view, tree, last, filename, flags, output)
+    finally:
+        output.displays = _restore_displays(shell, publisher)
+    output.stdout, output.stderr = out.getvalue(), err.getvalue()
+    output.printed = {"stdout": out.total, "stderr": err.total}
+    output.figures = [f for f in _open_figures() if f is not None and id(f) not in before]
+    if error is not None:
+        text = output.model_text(2_000) if (output.stdout or output.stderr) else ""
+        described = trimmed_traceback(error, skip_files=(__file__,))
+        prefix = f"{text}\n\n" if text and text != "(ran without output)" else ""
+        raise PythonError(f"the code raised {type(error).__name__}: {error}\n\n{prefix}{described}")
+    return output
+
+
+def _run_tree(
+    view: KernelView,
+    tree: ast.Module,
+    last: ast.Expr | None,
+    filename: str,
+    flags: int,
+    output: RunPythonOutput,
+) -> BaseException | None:
+    """Execute the parsed code; the exception it raised (KeyboardInterrupt propagates)."""
     try:
         exec(compile(tree, filename, "exec", flags, dont_inherit=True), view.ns)  # noqa: S102
         if last is not None:
@@ -228,19 +209,8 @@ def _execute(view: KernelView, code: str, filename: str) -> RunPythonOutput:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - SystemExit too: the kernel must live on
-        error = exc
-    finally:
-        sys.stdout, sys.stderr = saved
-        output.displays = _restore_displays(shell, publisher)
-        output.stdout, output.stderr = out.getvalue(), err.getvalue()
-        output.printed = {"stdout": out.total, "stderr": err.total}
-    output.figures = [f for f in _open_figures() if f is not None and id(f) not in before]
-    if error is not None:
-        text = output.model_text(2_000) if (output.stdout or output.stderr) else ""
-        described = trimmed_traceback(error, skip_files=(__file__,))
-        prefix = f"{text}\n\n" if text and text != "(ran without output)" else ""
-        raise PythonError(f"the code raised {type(error).__name__}: {error}\n\n{prefix}{described}")
-    return output
+        return exc
+    return None
 
 
 def _capture_displays(shell: Any) -> Any:
@@ -263,13 +233,81 @@ def _restore_displays(shell: Any, captured: Any) -> list[dict[str, Any]]:
 
 
 def run_code(view: KernelView, code: str, timeout: float) -> RunPythonOutput:
-    """Run ``code`` on the kernel's main thread, within ``timeout`` seconds."""
+    """Run ``code`` on the kernel's main thread, within ``timeout`` seconds.
+
+    Without a live driver (a script, ``run_sync`` off the main thread) the code runs on
+    a thread of its own, so that a call that ignores its interrupt can be given up on
+    with a result saying so, instead of holding the tool until it is abandoned.
+    """
     filename = f"<run_python #{next(_numbers)}>"
+    finished = threading.Event()
+
+    def job() -> RunPythonOutput:
+        try:
+            return _execute(view, code, filename)
+        finally:
+            finished.set()
+
+    if (
+        MAIN_THREAD_POSTER.get() is None
+        and threading.current_thread() is not threading.main_thread()
+    ):
+        return _run_on_own_thread(job, finished, timeout)
     try:
-        return call_on_main_thread(lambda: _execute(view, code, filename), timeout)  # type: ignore[no-any-return]
+        return call_on_main_thread(job, timeout)  # type: ignore[no-any-return]
     except JobTimedOut:
-        raise PythonError(
-            f"the code ran past the {timeout:g} s limit and was interrupted (KeyboardInterrupt)"
-        ) from None
+        raise PythonError(_past_limit(timeout, stopped=finished.is_set())) from None
     except KeyboardInterrupt:
         raise PythonError("the user interrupted the kernel; the code was stopped") from None
+
+
+def _past_limit(timeout: float, *, stopped: bool) -> str:
+    if stopped:
+        return f"the code ran past the {timeout:g} s limit and was interrupted (KeyboardInterrupt)"
+    return (
+        f"the code ran past the {timeout:g} s limit and did not stop when interrupted: it is "
+        "still running in the background (what it prints from now on is not captured)"
+    )
+
+
+def _run_on_own_thread(
+    job: Callable[[], RunPythonOutput], finished: threading.Event, timeout: float
+) -> RunPythonOutput:
+    box: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, job()))
+        except BaseException as exc:  # noqa: BLE001 - delivered to the waiting tool
+            box.append((False, exc))
+
+    context = contextvars.copy_context()  # the tool's context (its deadline) goes along
+    worker = threading.Thread(
+        target=context.run, args=(run,), name="nbagent-run-python", daemon=True
+    )
+    worker.start()
+    if not finished.wait(timeout):
+        _interrupt(worker)
+        finished.wait(STOP_GRACE)
+        worker.join(0.5)  # the result is delivered right after `finished`
+        if not box:
+            raise PythonError(_past_limit(timeout, stopped=False))
+        ok, payload = box[0]
+        if not ok and isinstance(payload, KeyboardInterrupt):
+            raise PythonError(_past_limit(timeout, stopped=True))
+    else:
+        worker.join()
+        ok, payload = box[0]
+    if ok:
+        return payload  # type: ignore[no-any-return]
+    raise payload
+
+
+def _interrupt(worker: threading.Thread) -> None:
+    """Raise KeyboardInterrupt in ``worker`` at its next Python instruction."""
+    import ctypes
+
+    if worker.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(worker.ident), ctypes.py_object(KeyboardInterrupt)
+        )

@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..kernel.display import code_of, fingerprint, refusal
 from ..messages import ToolCall
-from ..render import APPROVAL_LIMIT, call_signature
+from ..render.arguments import APPROVAL_LIMIT, approval_signature
 from ..tools import Decision, Tool, policy_approver
 
 __all__ = ["ApprovalRequest", "approval_bridge", "ask_on_stdin"]
@@ -53,6 +54,9 @@ def approval_bridge(
     """An approver that posts each question with ``post`` and waits for its answer."""
 
     async def ask_the_surface(call: ToolCall, tool: Tool) -> Decision:
+        refused = refusal_reason(call)
+        if refused is not None:  # it cannot be shown whole: the user is not asked
+            return False, refused
         request = ApprovalRequest(call, tool)
         # The run's events before this call (its text, "Using ...") may still sit in the
         # run's own queue: one turn of the event loop lets the driver's pump move them
@@ -64,13 +68,40 @@ def approval_bridge(
     return ask_the_surface
 
 
+def refusal_reason(call: ToolCall) -> str | None:
+    """Why ``call`` is refused unasked: its code or arguments are too long to show whole."""
+    refused = refusal(call)
+    if refused is None and code_of(call) is None and approval_signature(call) is None:
+        refused = (
+            f"nbagent, unasked: its arguments are longer than the {APPROVAL_LIMIT:,} "
+            "characters an approval question shows whole"
+        )
+    return refused
+
+
+def approval_question(call: ToolCall) -> str:
+    """The y/N question: the whole call, or the code's length and hash (shown above it)."""
+    code = code_of(call)
+    if code is not None:
+        shown = f"<the code shown above: {fingerprint(code)}>"
+        return f"nbagent: allow {call.name}(code={shown})? [y/N] "
+    signature = approval_signature(call)
+    if signature is None:  # refused before asking; kept total for direct callers
+        signature = f"{call.name}(…)"
+    return f"nbagent: allow {signature}? [y/N] "
+
+
 def ask_on_stdin(call: ToolCall, tool: Tool) -> tuple[bool, str]:
     """Ask through ``input()``; without stdin the ``NBAGENT_APPROVAL`` policy decides.
 
     ``y``/``yes`` approves, anything else denies. KeyboardInterrupt propagates (the
-    driver denies the call and cancels the run).
+    driver denies the call and cancels the run). A call too long to show whole is
+    refused without asking.
     """
-    question = f"nbagent: allow {call_signature(call, limit=APPROVAL_LIMIT)}? [y/N] "
+    refused = refusal_reason(call)
+    if refused is not None:
+        return False, refused
+    question = approval_question(call)
     try:
         answer = input(question)
     except (NotImplementedError, EOFError, OSError):  # IPython's StdinNotImplementedError

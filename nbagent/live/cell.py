@@ -50,11 +50,11 @@ class CellDisplay:
 
         The code of a ``run_python`` call is shown first, highlighted.
         """
-        from ..kernel.display import code_html, code_of
+        from ..kernel.display import approval_bundle, code_of
 
         code = code_of(call)
         if code is not None:
-            self.display({"text/plain": code, "text/html": code_html(code)})
+            self.display(approval_bundle(code))
         return ask_on_stdin(call, tool)
 
     def finish(self, transcript: Transcript, *, error: BaseException | None) -> None:

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from .._internal.private_files import make_private_folder, open_private
 from .base import ProviderEvent
 from .http.decoding import Decoder, DecoderWrapper
 
@@ -69,9 +70,10 @@ class RawLogDecoder(DecoderWrapper):
         folder = self.folder / now.strftime("%Y-%m-%d")
         path = folder / f"{now.strftime('%H%M%S.%f')}-{self.provider}.txt"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_folder(folder)  # 0700: response bodies hold prompts and answers
             text = self.redact(bytes(self.body).decode("utf-8", "replace"))
-            path.write_text(text, encoding="utf-8")
+            with open_private(path, "w") as file:  # 0600
+                file.write(text)
         except OSError as exc:  # a debugging aid never breaks a run
             logger.warning("NBAGENT_LOG_RAW: cannot write %s (%s)", path, exc)
 

@@ -14,13 +14,17 @@ was asked, not an empty call.
 
 from __future__ import annotations
 
-from .._internal.bounded import dumps
+import json
+
+from .._internal.bounded import MAX_STRING, dumps
+from ..kernel.display import MAX_APPROVAL_CHARS, visible_code
 from ..messages import ToolCall
 
-__all__ = ["APPROVAL_LIMIT", "arguments_text", "call_signature"]
+__all__ = ["APPROVAL_LIMIT", "approval_signature", "arguments_text", "call_signature"]
 
-APPROVAL_LIMIT = 200
-"""Characters of arguments an approval question shows (in every surface)."""
+APPROVAL_LIMIT = MAX_APPROVAL_CHARS
+"""Characters of arguments an approval question shows whole (in every surface); a call
+with more is refused without asking (the user approves only what they were shown)."""
 
 
 def _unparsed(call: ToolCall) -> str | None:
@@ -40,11 +44,36 @@ def arguments_text(call: ToolCall) -> str:
 
 def call_signature(call: ToolCall, limit: int = 80) -> str:
     """``get_weather(city="Oslo")``, with the arguments cut to ``limit`` characters."""
-    unparsed = _unparsed(call)
-    if unparsed is not None:
-        args = unparsed
-    else:
-        args = ", ".join(f"{k}={dumps(v)}" for k, v in call.arguments.items())
+    args = _arguments_line(call, limit)
     if len(args) > limit:
         args = args[: limit - 3] + "…"
     return f"{call.name}({args})"
+
+
+def _arguments_line(call: ToolCall, limit: int) -> str:
+    unparsed = _unparsed(call)
+    if unparsed is not None:
+        return unparsed
+    return ", ".join(f"{k}={_value_text(v, limit)}" for k, v in call.arguments.items())
+
+
+def _value_text(value: object, limit: int) -> str:
+    """One argument as JSON: exact when the limit allows more than a bounded view keeps."""
+    if limit > MAX_STRING:
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            pass
+    return dumps(value)
+
+
+def approval_signature(call: ToolCall) -> str | None:
+    """``delete(path="/tmp/x")`` exactly as it will run, hidden characters marked, or None.
+
+    None when it is longer than :data:`APPROVAL_LIMIT`: such a call cannot be shown
+    whole, so it must not be asked about (it is refused).
+    """
+    args = _arguments_line(call, APPROVAL_LIMIT + 1)
+    if len(args) > APPROVAL_LIMIT:
+        return None
+    return visible_code(f"{call.name}({args})")

@@ -24,6 +24,7 @@ __all__ = [
     "progress_html",
     "render_result_body_html",
     "render_result_html",
+    "THINKING_CHARS",
     "render_round_html",
     "thinking_html",
 ]
@@ -49,11 +50,17 @@ def render_result_body_html(result: ToolResult, *, max_rows: int = 10) -> str:
     return "".join(parts)
 
 
-def thinking_html(provider_data: dict[str, Any] | None) -> str:
-    """A turn's thinking, collapsed.
+THINKING_CHARS = 20_000
+"""Characters of a turn's thinking a panel shows (the rest stays in the result and history)."""
+
+
+def thinking_html(provider_data: dict[str, Any] | None, *, kept_in: str = "") -> str:
+    """A turn's thinking, collapsed, at most :data:`THINKING_CHARS` characters of it.
 
     A ``<think>`` block moved out of the answer, or the reasoning an API returned with
-    its calls (Ollama, OpenAI-compatible, Anthropic).
+    its calls (Ollama, OpenAI-compatible, Anthropic). Longer thinking is cut like a
+    long tool result; the note says where all of it is: ``kept_in`` (the attribute of
+    the run's result holding it) and the history, which stores it whole.
     """
     data = provider_data or {}
     thinking = data.get("thinking") or data.get("ollama_thinking")
@@ -64,9 +71,21 @@ def thinking_html(provider_data: dict[str, Any] | None) -> str:
         thinking = "\n".join(str(b.get("thinking", "")) for b in blocks if isinstance(b, dict))
     if not isinstance(thinking, str) or not thinking.strip():
         return ""
+    size = len(thinking)
+    summary = "Thinking"
+    note = ""
+    if size > THINKING_CHARS:
+        thinking = thinking[:THINKING_CHARS]
+        summary = f"Thinking ({size:,} characters; the first {THINKING_CHARS:,} shown)"
+        where = f"the run's result ({kept_in}) and " if kept_in else ""
+        note = (
+            f'<div class="nba-note">[… {size - THINKING_CHARS:,} more characters not shown; '
+            f"all of it is kept in {escape(where)}the history (Agent.resume(id).conversation)"
+            "]</div>"
+        )
     return (
-        '<details class="nba-thinking"><summary>Thinking</summary>'
-        f"<pre>{escape(thinking)}</pre></details>"
+        f'<details class="nba-thinking"><summary>{summary}</summary>'
+        f"<pre>{escape(thinking)}</pre>{note}</details>"
     )
 
 
@@ -133,7 +152,8 @@ def render_round_html(
     if tool_round.assistant_text:
         text_html = render_markdown(tool_round.assistant_text)
         parts.append(f'<div class="nba-pre-text">{text_html}</div>')
-    parts.append(thinking_html(tool_round.provider_data))
+    kept_in = f"rounds[{index}].provider_data"
+    parts.append(thinking_html(tool_round.provider_data, kept_in=kept_in))
     for call in tool_round.calls:
         result = by_id.get(call.id)
         key = f"{index}:{call.id}"  # some APIs reuse call ids across rounds
@@ -155,7 +175,7 @@ def render_result_html(
         render_round_html(r, i, max_rows=max_rows, cache=cache) for i, r in enumerate(result.rounds)
     ]
     if result.message is not None:
-        parts.append(thinking_html(result.message.provider_data))
+        parts.append(thinking_html(result.message.provider_data, kept_in="message.provider_data"))
     typed = typed_text(result)
     if typed is None:
         parts.append(f'<div class="nba-answer">{render_markdown(result.text)}</div>')

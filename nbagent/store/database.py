@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._internal.private_files import make_private_folder, prepare_private_file
 from ..errors import ConfigError
 from .migrations import SCHEMA_VERSION, NewerSchemaError, migrate
 
@@ -198,7 +199,7 @@ class Database:
         if self._disabled:
             return None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_folder(self.path.parent)  # 0700 (see _open)
             try:
                 self._db = self._open_when_free()
             except sqlite3.DatabaseError as error:
@@ -241,6 +242,7 @@ class Database:
                 time.sleep(random.uniform(pause / 10, pause))
 
     def _open(self) -> sqlite3.Connection:
+        prepare_private_file(self.path, companions=("-wal", "-shm"))  # 0600 in 0700
         db = sqlite3.connect(
             self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
         )

@@ -8,7 +8,9 @@ or ``allow:name1,name2``.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -48,6 +50,25 @@ async def ask(approver: Approver | None, call: ToolCall, tool: Tool) -> tuple[bo
     loop), so one that blocks holds up only this call, which the run's deadline and
     cancellation still end.
     """
+    asked_about = _fingerprint(call)
+    approved, who = await _decision(approver, call, tool)
+    if approved and _fingerprint(call) != asked_about:
+        # What runs must be what was approved: an approver (or anything else) that
+        # changed the call while it was asked gets it denied.
+        return False, f"nbagent: the call changed while {who} was asked"
+    return approved, who
+
+
+def _fingerprint(call: ToolCall) -> str:
+    """A hash of the call's name and arguments as they will run."""
+    try:
+        text = json.dumps([call.name, call.arguments, call.raw_arguments], sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        text = repr((call.name, call.arguments, call.raw_arguments))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+async def _decision(approver: Approver | None, call: ToolCall, tool: Tool) -> tuple[bool, str]:
     if approver is None:
         decision: Any = policy_approver()(call, tool)
     elif inspect.iscoroutinefunction(approver):

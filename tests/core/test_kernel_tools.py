@@ -118,18 +118,19 @@ def test_inspect_dotted_and_subscripted_names() -> None:
         t("__import__('os').system('true')")
 
 
-def test_inspect_a_broken_repr_reports_it() -> None:
+def test_inspect_runs_no_repr_or_len_of_a_user_class() -> None:
+    # Issue 19 item 3: inspection reads; a user's __repr__/__len__ is not run at all.
     text = tools({"bad": BadRepr()})["inspect_variable"]("bad")
-    assert "repr: <repr raised RuntimeError: repr is broken>" in text
+    assert "repr: not evaluated" in text and "raised" not in text
     text = tools({"sneaky": SneakyList([1])})["inspect_variable"]("sneaky")
-    assert "length: <len raised RuntimeError: len is broken>" in text
-    assert "repr: <repr raised RuntimeError: repr is broken>" in text
+    assert "length: 1 (as a list)" in text and "items (list's view): [1]" in text
+    assert "raised" not in text
 
 
-async def test_a_hanging_repr_times_out_as_a_tool_error() -> None:
+async def test_a_hanging_repr_does_not_hold_inspection() -> None:
     hang = HangingRepr()
     inspect_tool = tools({"hang": hang})["inspect_variable"]
-    inspect_tool.timeout = 0.5
+    inspect_tool.timeout = 5.0
 
     def script(request: Any) -> Any:
         if request.round_index == 0:
@@ -139,8 +140,9 @@ async def test_a_hanging_repr_times_out_as_a_tool_error() -> None:
     agent = Agent(ScriptedModel(script), tools=[inspect_tool], store=None)
     result = await agent.run("look")
     (tool_round,) = result.rounds
-    assert tool_round.results[0].content == "Error: inspect_variable timed out after 0.5 s"
-    hang.release.set()
+    assert tool_round.results[0].ok
+    assert "repr: not evaluated" in tool_round.results[0].content
+    assert not hang.release.is_set()  # the repr never ran (it would have waited 30 s)
 
 
 def test_run_python_outside_a_kernel_runs_in_the_namespace() -> None:

@@ -62,3 +62,49 @@ def run_child(code: str, home: Path, *, deadline: float = 60.0) -> dict[str, Any
     assert done.returncode == 0 and lines, f"rc={done.returncode}\n{done.stdout}\n{done.stderr}"
     result: dict[str, Any] = json.loads(lines[-1])
     return result
+
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    # Issue 19: consent and secrets in the leaf modules. Each family's tests attack it
+    # over real loopback HTTP, real kernels or real child processes.
+    "inspection runs no user code": (
+        "test_kernel_consent.py::test_inspection_reads_without_running_the_users_code",
+        "test_inspect_reads.py::test_hostile_values_are_read_without_their_code",
+        "test_inspect_reads.py::test_a_missing_key_of_a_defaultdict_adds_nothing",
+        "../core/test_kernel_tools.py::test_inspect_runs_no_repr_or_len_of_a_user_class",
+        "../core/test_kernel_tools.py::test_a_hanging_repr_does_not_hold_inspection",
+    ),
+    "the approval shows exactly what runs": (
+        "test_kernel_consent.py::test_the_approval_shows_the_whole_code_visibly_and_names_its_hash",
+        "test_kernel_consent.py::test_code_too_long_to_show_is_refused_without_asking",
+        "test_kernel_consent.py::test_the_question_for_other_tools_is_whole_with_hidden_characters_marked",
+        "test_approval_exact.py::test_a_call_changed_while_asked_is_denied",
+        "test_approval_exact.py::test_the_bridge_refuses_arguments_too_long_to_show_without_asking",
+        "../browser/test_kernel_approval.py::test_long_code_with_hidden_characters_is_shown_whole_and_visibly",
+    ),
+    "no key in a trace span": ("test_trace_redaction.py::test_no_key_fragment_reaches_a_span",),
+    "files only their owner can read": (
+        "test_private_files.py::test_history_raw_logs_and_recordings_are_0600_in_0700_folders",
+        "test_private_files.py::test_an_existing_history_file_others_can_read_is_tightened",
+    ),
+    "image metadata": (
+        "test_image_metadata.py::test_neither_the_request_nor_the_history_holds_image_metadata",
+        "test_image_metadata.py::test_stripping_keeps_the_pixels_and_is_idempotent",
+        "test_image_metadata.py::test_broken_bytes_come_back_unchanged",
+        "test_image_metadata.py::test_an_old_history_image_with_metadata_is_stripped_when_read",
+    ),
+    "the inventory never stalls the loop": (
+        "test_kernel_consent.py::test_a_slow_shape_cannot_stall_the_runs",
+        "test_kernel_consent.py::test_inspection_reads_without_running_the_users_code",
+    ),
+    "run_python keeps the process's streams": (
+        "test_run_python_streams.py::test_prints_after_and_beside_run_python_reach_the_process_streams",
+    ),
+    "unbounded thinking in panels": (
+        "test_thinking_cap.py::test_a_huge_think_block_is_capped_in_the_panel_and_kept_whole",
+    ),
+    "license metadata": (
+        "test_license_metadata.py::test_license_is_an_spdx_string_and_the_build_needs_a_setuptools_that_reads_it",
+    ),
+}
+"""Fault families and the tests (paths relative to tests/hardening) that attack them."""
