@@ -8,7 +8,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
+from .errors import ConfigError, NbAgentError, at_boundary
 from .events import Event, RunFinished
 from .messages import Conversation
 from .providers import Provider, get_provider, makes_http_requests, resolve_model
@@ -348,6 +348,8 @@ class Agent:
         try:
             for _ in events:
                 pass
+        except NbAgentError as exc:  # its message says it all: not the loop thread's frames
+            raise at_boundary(exc) from None
         finally:
             # A Ctrl-C landing between two events is raised here, not inside the
             # iterator: closing it still cancels the run and waits for it to wrap up.
