@@ -77,7 +77,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
     The sentence starts with a space, so it can follow the error's own sentence.
     """
-    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(dict.fromkeys(choices)), n=3, cutoff=0.6)
     if not close:
         return ""
     return " Did you mean " + " or ".join(repr(c) for c in close) + "?"
