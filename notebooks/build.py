@@ -1055,6 +1055,8 @@ Four things that connect nbagent to the rest of the ecosystem:
 
 The model here is a *recorded* `gpt-4o-mini` (`replay=`): the notebook re-executes
 without a key or network, and the requests must match the recording exactly.
+
+Install what this notebook uses with `pip install 'nbagent[notebook,mcp,cost,otel]'`.
 """),
     code("""
 %load_ext nbagent
