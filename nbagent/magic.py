@@ -502,7 +502,16 @@ class AgentMagics(Magics):
             store = self.agent.store if self.agent is not None else None
             return history(all=True, store=store)
         self._expect("history", rest, 0)
-        return conversation_rounds(self.get_agent())
+        agent = self.get_agent()
+        rounds = conversation_rounds(agent)
+        if rounds.empty:  # say so, rather than show a table of headers
+            turns = sum(m.role == "user" for m in agent.conversation.messages)
+            print(
+                f"No tool calls in this conversation yet ({turns} turn{'' if turns == 1 else 's'}). "
+                "%agent history --all lists the stored conversations."
+            )
+            return None
+        return rounds
 
     def _cmd_resume(self, rest: list[str]) -> None:
         if len(rest) != 1:

@@ -218,7 +218,7 @@ def test_approval_question_gets_its_own_line(term: Any, monkeypatch: pytest.Monk
     shell.run_cell_magic("agent", "", "go")
     assert ran == ["moon"]
     text = out.getvalue()
-    assert '\nnbagent: allow launch(target="moon")? [y/N] ' in text
+    assert '\nnbagent: allow launch(target="moon")? [y/N, no answer in 120 s: N] ' in text
     order = positions(text, "Launching", "nbagent: allow", "▸ Round 1 · launch · ok", "done")
     assert order == sorted(order)
 
