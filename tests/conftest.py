@@ -75,6 +75,20 @@ def pytest_configure(config: pytest.Config) -> None:
     network.install(config)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Started with nohup or `cmd &`, the suite inherits SIGINT ignored: Ctrl-C cannot be
+    # delivered to it (or to the children that inherit that), so those tests cannot run.
+    if item.get_closest_marker("sigint") is not None and sigint_is_ignored():
+        pytest.skip("SIGINT is ignored in this process (started with nohup or `&`?)")
+
+
+def sigint_is_ignored() -> bool:
+    """True when this process ignores SIGINT, as processes started in the background do."""
+    import signal
+
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     changed = sorted(
         set(_snapshot(REAL_FOLDERS).items()).symmetric_difference(_REAL_BEFORE.items())

@@ -275,6 +275,7 @@ def _assert_valid_history(shell: Any) -> None:
             assert [r.call_id for r in rnd.results] == [c.id for c in rnd.calls]
 
 
+@pytest.mark.sigint
 def test_interrupt_during_stream_cancels_and_next_cell_works(shell: Any) -> None:
     use(ScriptedModel(["word " * 2000, "next answer"], chunk_size=5, delay=0.01))
     timer = _interrupt_after(0.5)
@@ -291,6 +292,7 @@ def test_interrupt_during_stream_cancels_and_next_cell_works(shell: Any) -> None
     assert shell.user_ns["_agent"].output == "next answer"
 
 
+@pytest.mark.sigint
 def test_interrupt_during_slow_tool(shell: Any) -> None:
     @tool(timeout=30)
     def slow() -> str:

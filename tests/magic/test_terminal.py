@@ -172,6 +172,7 @@ def test_control_sequences_in_model_and_tool_text_are_neutralised(term: Any) -> 
     assert shell.user_ns["_agent"].output == evil  # only the display is neutralised
 
 
+@pytest.mark.sigint
 def test_ctrl_c_cancels_prints_the_marker_once_and_next_cell_works(term: Any) -> None:
     shell, record = term
     out = record()
@@ -247,6 +248,7 @@ use(ScriptedModel(script, chunk_size=4, delay=0.05))
 '''
 
 
+@pytest.mark.sigint
 def test_real_terminal_ipython_in_a_pty(tmp_path: Any) -> None:
     """The real ``ipython`` program (prompt_toolkit, plain DisplayPublisher) in a pty."""
     startup = tmp_path / "startup.py"
