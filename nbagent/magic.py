@@ -161,7 +161,7 @@ def _unquote(value: str | None) -> str | None:
 
 
 def _with_option_hint(message: str, parser: Any) -> str:
-    """argparse's "unrecognized arguments: --kernal", plus the option it was meant to be."""
+    """Argparse's "unrecognized arguments: --kernal", plus the option it was meant to be."""
     marker = "unrecognized arguments:"
     if marker not in message:
         return message
@@ -506,8 +506,9 @@ class AgentMagics(Magics):
         rounds = conversation_rounds(agent)
         if rounds.empty:  # say so, rather than show a table of headers
             turns = sum(m.role == "user" for m in agent.conversation.messages)
+            plural = "" if turns == 1 else "s"
             print(
-                f"No tool calls in this conversation yet ({turns} turn{'' if turns == 1 else 's'}). "
+                f"No tool calls in this conversation yet ({turns} turn{plural}). "
                 "%agent history --all lists the stored conversations."
             )
             return None

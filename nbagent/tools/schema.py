@@ -91,7 +91,7 @@ def function_schema(fn: Callable[..., Any], *, name: str = "tool") -> FunctionSc
             **fields,
         )
         schema = model.model_json_schema()
-    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as exc:
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError):
         # The message names the parameter and the fix; pydantic's own chain adds nothing.
         raise TypeError(_unsupported_message(name, fields)) from None
     except pydantic_core.PydanticSerializationError as exc:  # a default that is not JSON

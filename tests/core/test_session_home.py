@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-LEAKY = '''
+LEAKY = """
 import os, subprocess, sys
 import pytest
 from nbagent import Agent
@@ -36,7 +36,7 @@ def test_runs_everywhere(early):
     exec(RUN.format("in a test"))
     subprocess.run([sys.executable, "-c", RUN.format("in a child process")], check=True)
     print("HOME", os.environ["HOME"])
-'''
+"""
 
 
 def test_a_session_leaves_the_real_home_untouched(

@@ -86,6 +86,7 @@ def test_two_processes_each_writing_100_runs(tmp_path: Path, history_db: Path) -
     answers = query(history_db, "SELECT count(*) FROM messages WHERE stop_reason = 'complete'")
     assert answers == [(200,)]
     assert query(history_db, "PRAGMA integrity_check") == [("ok",)]
+
     # The two writers really shared the file while both had it open: each waited
     # halfway for the other, so each one's first half is stored before the other's
     # second half (an order, not a timing).
