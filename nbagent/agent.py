@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
+from .errors import ConfigError, NbAgentError, at_boundary
 from .events import Event, RunFinished
 from .messages import Conversation
 from .providers import Provider, get_provider, makes_http_requests, resolve_model
@@ -445,9 +445,12 @@ class Agent:
             overrides["tools"] = chosen = list(chosen)
             as_tools(chosen)  # see stream_sync
         # One hand-off each way: the events stay on the loop thread (nothing shows them).
-        result: RunResult = run_in_background(
-            lambda: self.run(prompt, **overrides), on_interrupt=self.cancel
-        )
+        try:
+            result: RunResult = run_in_background(
+                lambda: self.run(prompt, **overrides), on_interrupt=self.cancel
+            )
+        except NbAgentError as exc:  # its message says it all: not the loop thread's frames
+            raise at_boundary(exc) from None
         return result
 
     def cancel(self) -> None:

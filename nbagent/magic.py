@@ -23,13 +23,13 @@ import keyword
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.error import UsageError as _IPythonUsageError
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ._internal.safe_text import clean
 from .agent import Agent
-from .errors import ConfigError, NbAgentError
+from .errors import ConfigError, NbAgentError, did_you_mean
 from .kernel.prompt import Interpolated, PromptError, interpolate_prompt
 from .run.settings import FIELDS, RunSettings, SettingError
 from .tools import REGISTRY, Tool
@@ -41,11 +41,14 @@ if TYPE_CHECKING:
 __all__ = ["AgentMagics", "current_agent", "register", "supports_live_updates", "use"]
 
 
-class UsageError(_IPythonUsageError):
-    """IPython's UsageError, its message terminal-safe (it may quote a server or a model)."""
+def usage_error(message: object) -> UsageError:
+    """IPython's own UsageError (printed as one line), its text terminal-safe.
 
-    def __init__(self, message: object = "") -> None:
-        super().__init__(clean(str(message)))
+    IPython shows its one-line form only for that exact class (``etype is UsageError``):
+    a subclass gets a full traceback, hence a function rather than a subclass. The text
+    may quote a server or a model, so its control characters are neutralised.
+    """
+    return UsageError(clean(str(message)))
 
 
 def __getattr__(name: str) -> Any:
@@ -132,7 +135,7 @@ def interpolate_fields(text: str, namespace: dict[str, Any]) -> Interpolated:
             text, namespace, last_error=lambda: last_error_text(current_view())
         )
     except PromptError as exc:
-        raise UsageError(str(exc)) from None
+        raise usage_error(str(exc)) from None
 
 
 # --- the magics ------------------------------------------------------------------------
@@ -156,6 +159,20 @@ def _unquote(value: str | None) -> str | None:
     if value is not None and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
     return value
+
+
+def _with_option_hint(message: str, parser: Any) -> str:
+    """Argparse's "unrecognized arguments: --kernal", plus the option it was meant to be."""
+    marker = "unrecognized arguments:"
+    if marker not in message:
+        return message
+    options = list(parser._option_string_actions)  # argparse keeps no public list
+    hints = [
+        did_you_mean(word.split("=", 1)[0], options)
+        for word in message.split(marker, 1)[1].split()
+        if word.startswith("-")
+    ]
+    return message + ("." + "".join(hints) if any(hints) else "")
 
 
 def supports_live_updates(shell: Any) -> bool:
@@ -220,7 +237,7 @@ class AgentMagics(Magics):
             try:
                 self.agent = Agent()
             except ConfigError as exc:
-                raise UsageError(str(exc)) from None
+                raise usage_error(str(exc)) from None
         return self.agent
 
     def set_model(self, spec: Any) -> Agent:
@@ -238,9 +255,9 @@ class AgentMagics(Magics):
             try:
                 split_model(spec)
             except ConfigError as exc:
-                raise UsageError(str(exc)) from None
+                raise usage_error(str(exc)) from None
         elif not _is_provider(spec):
-            raise UsageError(
+            raise usage_error(
                 f"%agent model: expected a model string, an Agent or a provider, got "
                 f"{type(spec).__name__}."
             )
@@ -254,7 +271,7 @@ class AgentMagics(Magics):
                 # provider object) again keeps its adapter, e.g. a loaded embedded model.
                 self.agent.use_model(spec)
         except ConfigError as exc:
-            raise UsageError(str(exc)) from None  # and the current model stays
+            raise usage_error(str(exc)) from None  # and the current model stays
         return self.agent
 
     # -- %%agent -----------------------------------------------------------------------
@@ -279,17 +296,17 @@ class AgentMagics(Magics):
         """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
         try:
             args = parse_argstring(self.agent_cell, line)
-        except _IPythonUsageError as exc:  # quotes the unknown option as typed
-            raise UsageError(str(exc)) from None
+        except UsageError as exc:  # quotes the unknown option as typed
+            raise usage_error(_with_option_hint(str(exc), self.agent_cell.parser)) from None
         for name in ("model", "tools", "system", "out"):
             setattr(args, name, _unquote(getattr(args, name)))
         overrides = self._overrides(args)
         if not args.out.isidentifier() or keyword.iskeyword(args.out):
-            raise UsageError(f"--out {args.out!r} is not a valid variable name.")
+            raise usage_error(f"--out {args.out!r} is not a valid variable name.")
         fields = interpolate_fields(cell, self._ns)
         prompt = fields.text.strip()
         if not prompt:
-            raise UsageError("%%agent: write the prompt in the cell body.")
+            raise usage_error("%%agent: write the prompt in the cell body.")
         agent = self.get_agent(args.model)
         if args.tools:
             overrides["tools"] = self._tools(args.tools)  # this cell only
@@ -300,7 +317,7 @@ class AgentMagics(Magics):
         try:
             agent.provider  # noqa: B018 - builds the adapter now so config errors are short
         except ConfigError as exc:
-            raise UsageError(str(exc)) from None
+            raise usage_error(str(exc)) from None
         from .live import CellDisplay, LiveRun, TerminalPrinter
 
         sink: Sink = (
@@ -316,10 +333,10 @@ class AgentMagics(Magics):
         try:
             result = run.run()
         except ConfigError as exc:
-            raise UsageError(str(exc)) from None
+            raise usage_error(str(exc)) from None
         except NbAgentError as exc:
             self._store(args.out, agent.last_result)
-            raise UsageError(f"the run failed: {exc}") from None
+            raise usage_error(f"the run failed: {exc}") from None
         self._store(args.out, result if result is not None else agent.last_result)
 
     def _store(self, name: str, result: RunResult | None) -> None:
@@ -340,7 +357,7 @@ class AgentMagics(Magics):
         try:
             RunSettings().replace(**overrides)  # the settings type checks the ranges
         except SettingError as exc:
-            raise UsageError(f"--{exc.setting.replace('_', '-')} {exc.problem}.") from None
+            raise usage_error(f"--{exc.setting.replace('_', '-')} {exc.problem}.") from None
         if getattr(args, "kernel", False):
             overrides["kernel"] = True
         return overrides
@@ -350,7 +367,7 @@ class AgentMagics(Magics):
         try:
             return eval(spec, self._ns)  # the user's own expression, on the cell's thread
         except Exception as exc:
-            raise UsageError(f"--output-type {spec!r}: {type(exc).__name__}: {exc}") from None
+            raise usage_error(f"--output-type {spec!r}: {type(exc).__name__}: {exc}") from None
 
     def _tools(self, spec: str) -> list[Tool]:
         """Tools named in ``--tools a,b``: from the @tool registry, else from the notebook."""
@@ -368,14 +385,19 @@ class AgentMagics(Magics):
                 try:
                     found.append(Tool(value, name=name))
                 except Exception as exc:  # a schema that cannot be built from the signature
-                    raise UsageError(f"--tools: {name!r} cannot be a tool: {exc}") from None
+                    raise usage_error(f"--tools: {name!r} cannot be a tool: {exc}") from None
             else:
                 known = ", ".join(sorted(REGISTRY)) or "none"
-                raise UsageError(
-                    f"--tools: no tool or function named {name!r} (registered tools: {known})."
+                functions = [
+                    n for n, v in self._ns.items() if callable(v) and not n.startswith("_")
+                ]
+                hint = did_you_mean(name, [*REGISTRY, *functions])
+                raise usage_error(
+                    f"--tools: no tool or function named {name!r}.{hint} "
+                    f"(registered tools: {known})"
                 )
         if not found:
-            raise UsageError("--tools: name at least one tool.")
+            raise usage_error("--tools: name at least one tool.")
         return found
 
     # -- %agent ------------------------------------------------------------------------
@@ -386,13 +408,15 @@ class AgentMagics(Magics):
         try:
             words = shlex.split(line)
         except ValueError as exc:
-            raise UsageError(f"%agent: {exc}") from None
+            raise usage_error(f"%agent: {exc}") from None
         if not words:
             return self._show()
         command, rest = words[0], words[1:]
         handler = getattr(self, f"_cmd_{command}", None)
         if handler is None:
-            raise UsageError(f"%agent: unknown command {command!r}.\n{_LINE_HELP}")
+            commands = [n[len("_cmd_") :] for n in dir(self) if n.startswith("_cmd_")]
+            hint = did_you_mean(command, commands) or f" Commands: {', '.join(commands)}."
+            raise usage_error(f"%agent: unknown command {command!r}.{hint}")
         return handler(rest)
 
     # IPython 9's typed magic decorators make mypy infer Never for the decorated methods
@@ -402,7 +426,7 @@ class AgentMagics(Magics):
 
     def _expect(self, command: str, rest: list[str], at_most: int) -> None:
         if len(rest) > at_most:
-            raise UsageError(f"%agent {command}: too many arguments: {' '.join(rest)}")
+            raise usage_error(f"%agent {command}: too many arguments: {' '.join(rest)}")
 
     def _show(self) -> None:
         agent = self.get_agent()
@@ -445,7 +469,7 @@ class AgentMagics(Magics):
         try:
             print(mcp_command(rest))
         except ConfigError as exc:
-            raise UsageError(str(exc)) from None
+            raise usage_error(str(exc)) from None
 
     def _cmd_reset(self, rest: list[str]) -> None:
         self._expect("reset", rest, 0)
@@ -479,11 +503,21 @@ class AgentMagics(Magics):
             store = self.agent.store if self.agent is not None else None
             return history(all=True, store=store)
         self._expect("history", rest, 0)
-        return conversation_rounds(self.get_agent())
+        agent = self.get_agent()
+        rounds = conversation_rounds(agent)
+        if rounds.empty:  # say so, rather than show a table of headers
+            turns = sum(m.role == "user" for m in agent.conversation.messages)
+            plural = "" if turns == 1 else "s"
+            print(
+                f"No tool calls in this conversation yet ({turns} turn{plural}). "
+                "%agent history --all lists the stored conversations."
+            )
+            return None
+        return rounds
 
     def _cmd_resume(self, rest: list[str]) -> None:
         if len(rest) != 1:
-            raise UsageError("%agent resume ID: name one conversation id (or a unique prefix).")
+            raise usage_error("%agent resume ID: name one conversation id (or a unique prefix).")
         current = self.agent
         options: dict[str, Any] = {}
         if current is not None:
@@ -491,7 +525,7 @@ class AgentMagics(Magics):
         try:
             resumed = Agent.resume(rest[0], **options)
         except ConfigError as exc:
-            raise UsageError(f"%agent resume: {exc}") from None
+            raise usage_error(f"%agent resume: {exc}") from None
         if current is not None:  # keep this notebook's settings and tool choice
             resumed.settings = current.settings
             resumed.tools = current.tool_selection
@@ -504,7 +538,7 @@ class AgentMagics(Magics):
 
     def _cmd_export(self, rest: list[str]) -> None:
         if len(rest) != 1:
-            raise UsageError("%agent export PATH: name one .json or .md file.")
+            raise usage_error("%agent export PATH: name one .json or .md file.")
         from pathlib import Path
 
         path = Path(rest[0]).expanduser()
@@ -514,16 +548,16 @@ class AgentMagics(Magics):
         elif path.suffix.lower() in (".md", ".markdown"):
             text = conversation.to_markdown()
         else:
-            raise UsageError("%agent export: the file name must end in .json or .md.")
+            raise usage_error("%agent export: the file name must end in .json or .md.")
         try:
             path.write_text(text, encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"%agent export: {exc}") from None
+            raise usage_error(f"%agent export: {exc}") from None
         print(f"Saved conversation {conversation.id} to {path}.")
 
     def _cmd_record(self, rest: list[str]) -> None:
         if len(rest) != 1:
-            raise UsageError("%agent record PATH: name one file (or 'off').")
+            raise usage_error("%agent record PATH: name one file (or 'off').")
         agent = self.get_agent()
         if rest[0] == "off":
             agent.stop_recording()
@@ -532,7 +566,7 @@ class AgentMagics(Magics):
         try:
             agent.start_recording(rest[0])
         except ConfigError as exc:
-            raise UsageError(f"%agent record: {exc}") from None
+            raise usage_error(f"%agent record: {exc}") from None
         print(f"Recording provider traffic to {rest[0]}.")
 
 

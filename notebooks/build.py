@@ -929,9 +929,11 @@ print(inventory_text())
 
 The scripted analyst below answers like a model would: it runs a groupby in the
 kernel, then answers from what the code returned. `run_python` asks for approval
-first: in Jupyter the cell shows the code, highlighted, and asks `y/N`. Here (the
-notebook also runs unattended in the test suite) the `NBAGENT_APPROVAL` policy
-answers instead: `allow:run_python` allows that one tool.
+first. Here the `NBAGENT_APPROVAL` policy answers, wherever the notebook runs
+(JupyterLab, nbclient, the test suite): `allow:run_python` allows that one tool.
+Without a policy, the cell shows the code, highlighted, and asks `y/N`; a question
+nobody answers within 120 s (`NBAGENT_APPROVAL_TIMEOUT`) counts as a denial, so a
+kernel never stays busy behind an input box a page reload took away.
 """),
     code("""
 def analyst(request):
@@ -1053,6 +1055,8 @@ Four things that connect nbagent to the rest of the ecosystem:
 
 The model here is a *recorded* `gpt-4o-mini` (`replay=`): the notebook re-executes
 without a key or network, and the requests must match the recording exactly.
+
+Install what this notebook uses with `pip install 'nbagent[notebook,mcp,cost,otel]'`.
 """),
     code("""
 %load_ext nbagent

@@ -143,6 +143,20 @@ def _open_figures() -> list[Any]:
     return [_figure(n) for n in pyplot.get_fignums()]
 
 
+def _close_shown_figure(output: RunPythonOutput) -> None:
+    """Close the figure the round panel shows (the code's value, else its first plot).
+
+    Left open, matplotlib's inline backend shows it again below the cell when the
+    cell ends: the plot twice. A closed figure still renders (the panel, the model's
+    image) and stays in the variables the code bound (``ax.figure``); the figures
+    the panel does not show stay open, so the backend shows them once.
+    """
+    value = output.result_value
+    shown = value if hasattr(value, "savefig") else getattr(value, "figure", None)
+    if any(f is shown for f in output.figures):
+        sys.modules["matplotlib.pyplot"].close(shown)
+
+
 def _figure(number: int) -> Any:
     from matplotlib._pylab_helpers import Gcf
 
@@ -181,6 +195,7 @@ def _execute(view: KernelView, code: str, filename: str) -> RunPythonOutput:
     output.stdout, output.stderr = out.getvalue(), err.getvalue()
     output.printed = {"stdout": out.total, "stderr": err.total}
     output.figures = [f for f in _open_figures() if f is not None and id(f) not in before]
+    _close_shown_figure(output)
     if error is not None:
         text = output.model_text(2_000) if (output.stdout or output.stderr) else ""
         described = trimmed_traceback(error, skip_files=(__file__,))

@@ -39,7 +39,7 @@ from .._internal.threads import (
 )
 from ..events import ToolCallFinished
 from ..render import Transcript
-from .approval import ApprovalRequest, approval_bridge
+from .approval import ApprovalRequest, approval_bridge, policy_is_set
 from .throttle import Throttle
 
 if TYPE_CHECKING:
@@ -140,7 +140,11 @@ class LiveRun:
         self._loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         overrides = dict(self.overrides)
-        if self.agent.settings.approver is None and "approver" not in overrides:
+        if (
+            self.agent.settings.approver is None
+            and "approver" not in overrides
+            and not policy_is_set()  # a policy the user set decides here too
+        ):
             overrides["approver"] = approval_bridge(queue.put)
         # run_python's code runs here, in the consumer (the cell's main thread): the
         # run's tool threads inherit this poster (see nbagent._internal.threads.mainthread).

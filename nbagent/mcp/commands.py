@@ -75,10 +75,36 @@ def _parse_add(words: list[str]) -> MCPServer:
     if command:
         if words:
             raise ConfigError(f"%agent mcp add: unexpected {' '.join(words)} before --\n{USAGE}")
+        _check_runnable(command)
         return MCPServer.stdio(command[0], command[1:], **options)
     if len(words) == 1 and words[0].startswith(("http://", "https://")):
         return MCPServer.http(words[0], **options)
     raise ConfigError(f"%agent mcp add: give -- COMMAND ARGS... or a URL\n{USAGE}")
+
+
+def _check_runnable(command: list[str]) -> None:
+    """Refuse at once a command that is not there, or a script file that is missing.
+
+    Starting the server would find out too, but only after importing the mcp SDK and
+    waiting for the child to exit (seconds on a busy machine), and the SDK's error is
+    just "Connection closed".
+    """
+    import shutil
+    from pathlib import Path
+
+    program = command[0]
+    if shutil.which(program) is None:
+        raise ConfigError(f"%agent mcp add: no program {program!r} (not found on PATH)")
+    script = next((a for a in command[1:] if not a.startswith("-")), None)
+    runner = Path(program).name.lower()
+    if (
+        script is not None
+        and runner.startswith(("python", "node", "deno", "bun"))
+        and Path(script).suffix in (".py", ".js", ".mjs", ".ts")
+        and not Path(script).expanduser().exists()
+    ):
+        where = Path.cwd()
+        raise ConfigError(f"%agent mcp add: no file {script!r} (looked in {where})")
 
 
 def _list() -> str:

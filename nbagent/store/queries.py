@@ -24,6 +24,8 @@ from .writer import RunWriter
 if TYPE_CHECKING:
     import pandas
 
+# A run that never finished (kernel died, or the turn got no answer row) lists as
+# "interrupted", as Store.load reports it: a NULL here becomes NaN in the DataFrame.
 LISTING = """
 SELECT c.id, c.title, c.model,
   (SELECT count(*) FROM messages m
@@ -37,9 +39,10 @@ SELECT c.id, c.title, c.model,
      WHERE m.conversation_id = c.id) AS input_tokens,
   (SELECT coalesce(sum(m.output_tokens), 0) FROM messages m
      WHERE m.conversation_id = c.id) AS output_tokens,
-  (SELECT m.stop_reason FROM messages m
+  coalesce((SELECT CASE WHEN m.finished_at IS NULL THEN 'interrupted' ELSE m.stop_reason END
+     FROM messages m
      WHERE m.conversation_id = c.id AND m.role = 'assistant'
-     ORDER BY m.position DESC LIMIT 1) AS stop_reason,
+     ORDER BY m.position DESC LIMIT 1), 'interrupted') AS stop_reason,
   c.created_at, c.updated_at
 FROM conversations c
 ORDER BY c.updated_at DESC, c.rowid DESC

@@ -34,6 +34,9 @@ class FunctionSchema:
     description: str
     parameters: dict[str, Any]
     validator: type[pydantic.BaseModel]
+    undescribed: list[str]
+    """Parameters with no type hint, no typed default and no docstring entry: the model
+    is told nothing about them."""
 
 
 def unwrap(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -67,12 +70,15 @@ def function_schema(fn: Callable[..., Any], *, name: str = "tool") -> FunctionSc
     param_docs = {p.arg_name.lstrip("*"): (p.description or "") for p in doc.params}
     hints = _type_hints(target)
     fields: dict[str, Any] = {}
+    undescribed: list[str] = []
     for pname, param in _model_parameters(fn).items():
         annotation = hints.get(pname, param.annotation)
         if annotation is inspect.Parameter.empty:
             # No hint: a default still says what kind of value is expected.
             no_default = param.default in (inspect.Parameter.empty, None)
             annotation = Any if no_default else type(param.default)
+            if no_default and not param_docs.get(pname):
+                undescribed.append(pname)
         default = ... if param.default is inspect.Parameter.empty else param.default
         # Only pass what is known, so an Annotated[..., Field(description=...)] survives.
         text = param_docs.get(pname)
@@ -85,16 +91,17 @@ def function_schema(fn: Callable[..., Any], *, name: str = "tool") -> FunctionSc
             **fields,
         )
         schema = model.model_json_schema()
-    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as exc:
-        raise TypeError(_unsupported_message(name, fields)) from exc
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError):
+        # The message names the parameter and the fix; pydantic's own chain adds nothing.
+        raise TypeError(_unsupported_message(name, fields)) from None
     except pydantic_core.PydanticSerializationError as exc:  # a default that is not JSON
-        raise TypeError(f"tool {name!r}: a default value cannot be sent as JSON: {exc}") from exc
+        raise TypeError(f"tool {name!r}: a default value cannot be sent as JSON: {exc}") from None
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
     schema.setdefault("properties", {})
     description = "\n\n".join(x for x in (doc.short_description, doc.long_description) if x)
-    return FunctionSchema(description, schema, model)
+    return FunctionSchema(description, schema, model, undescribed)
 
 
 def _type_hints(target: Callable[..., Any]) -> dict[str, Any]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from ..errors import at_boundary
 from ..messages import ToolCall, ToolSpec
 from .clash import settle
 
@@ -44,7 +47,12 @@ class Tool:
             fn = fn.fn
         self.fn: Callable[..., Any] = fn
         self.name = name or _function_name(fn)
-        schema = function_schema(fn, name=self.name)
+        try:
+            schema = function_schema(fn, name=self.name)
+        except TypeError as exc:  # the message names the parameter and the fix
+            raise at_boundary(exc) from None
+        if schema.undescribed:
+            _warn_undescribed(self.name, schema.undescribed, documented=bool(schema.description))
         self.description = description or schema.description
         self.parameters = schema.parameters
         self._validator = schema.validator
@@ -193,24 +201,52 @@ def tool(
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        t = Tool(
-            f,
-            name=name,
-            description=description,
-            timeout=timeout,
-            requires_approval=requires_approval,
-            max_output_chars=max_output_chars,
-            sequential=sequential,
-            retries=retries,
-            retry_on=retry_on,
-            retry_backoff=retry_backoff,
-        )
+        try:
+            t = Tool(
+                f,
+                name=name,
+                description=description,
+                timeout=timeout,
+                requires_approval=requires_approval,
+                max_output_chars=max_output_chars,
+                sequential=sequential,
+                retries=retries,
+                retry_on=retry_on,
+                retry_backoff=retry_backoff,
+            )
+        except TypeError as exc:  # a parameter a model cannot send: one frame, one line
+            raise at_boundary(exc) from None
         # Methods are registered only once bound (``obj.method``): unbound they lack ``self``.
         if register and not _looks_like_method(f):
             REGISTRY.add(t)
         return t
 
+    __tracebackhide__ = True  # IPython shows the user's line and wrap's raise, not this
     return wrap(fn) if fn is not None else wrap
+
+
+def _warn_undescribed(name: str, params: list[str], *, documented: bool) -> None:
+    """Warn, at the user's line, that the model is told nothing about ``params``."""
+    names = ", ".join(repr(p) for p in params)
+    subject = f"parameter {names} has" if len(params) == 1 else f"parameters {names} have"
+    where = "no description in the docstring" if documented else "no docstring"
+    warnings.warn(
+        f"tool {name!r}: {subject} no type hint and {where}, so the model sees only the "
+        "name. Add type hints (city: str) and a docstring with an Args: section.",
+        UserWarning,
+        stacklevel=_first_frame_outside_nbagent(),
+    )
+
+
+def _first_frame_outside_nbagent() -> int:
+    """The ``stacklevel`` that makes a warning point at the code that called nbagent."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = inspect.currentframe()
+    level = 0
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _looks_like_method(f: Callable[..., Any]) -> bool:

@@ -79,3 +79,17 @@ def test_use_model_with_the_same_provider_changes_nothing():
     agent = Agent(model, store=None)
     agent.use_model(model)
     assert agent.provider is model
+
+
+def test_run_sync_raises_nbagents_own_errors_short():
+    # No key in the environment (the suite's conftest removes them): a ConfigError that
+    # says what to do, without the event-loop thread's frames or a chained traceback.
+    import traceback
+
+    agent = Agent("openai:gpt-4o-mini", store=None)
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY") as info:
+        agent.run_sync("Hi")
+    text = "".join(traceback.format_exception(info.value))
+    assert "_internal/sync.py" not in text and "run/loop.py" not in text
+    assert "direct cause" not in text and "During handling" not in text
+    assert text.count('File "') == 2, text  # this line, and run_sync's raise

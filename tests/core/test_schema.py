@@ -113,13 +113,15 @@ def test_pydantic_models_and_dataclasses_become_nested_objects():
 
 
 def test_annotated_field_description_and_unannotated_default():
-    @tool
-    def h(
-        n: Annotated[int, pydantic.Field(description="How many", ge=1)],
-        label="x",
-        anything=None,
-    ) -> None:
-        """Do h."""
+    with pytest.warns(UserWarning, match="parameter 'anything' has no type hint"):
+
+        @tool
+        def h(
+            n: Annotated[int, pydantic.Field(description="How many", ge=1)],
+            label="x",
+            anything=None,
+        ) -> None:
+            """Do h."""
 
     p = props(h)
     assert p["n"] == {"type": "integer", "description": "How many", "minimum": 1}
@@ -267,6 +269,59 @@ def test_varargs_are_not_offered_to_the_model():
         return a
 
     assert set(props(v)) == {"a"}
+
+
+def test_a_tool_the_model_knows_nothing_about_warns_naming_the_parameters():
+    with pytest.warns(UserWarning) as caught:
+
+        @tool
+        def mystery(a, b, scale=2.0):
+            return a * b * scale
+
+    (warning,) = caught.list
+    assert str(warning.message).startswith(
+        "tool 'mystery': parameters 'a', 'b' have no type hint and no docstring"
+    )
+    assert warning.filename == __file__  # points at the user's line, not at nbagent
+    assert props(mystery)["scale"] == {"type": "number", "default": 2.0}  # still a tool
+
+    with pytest.warns(UserWarning, match="parameter 'b' has no type hint and no description"):
+
+        @tool
+        def half_documented(a: int, b):
+            """Documented, but only a has a hint."""
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # typed, or described in the docstring: no warning
+
+        @tool
+        def fine(a: int, b):
+            """Fine.
+
+            Args:
+                a: a number.
+                b: anything at all.
+            """
+
+
+def test_a_schema_error_is_one_short_traceback():
+    import traceback
+
+    with pytest.raises(TypeError) as info:
+
+        @tool
+        def summarize(df: Frame, *cols: str, **opts: Any) -> str:
+            """S."""
+            return ""
+
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    text = "".join(traceback.format_exception(info.value))
+    assert "pydantic/" not in text and "nbagent/tools/schema.py" not in text
+    assert "direct cause" not in text and "During handling" not in text
+    # the test's line, then tool()/wrap's raise: nothing deeper inside nbagent
+    assert text.count('File "') <= 3, text
 
 
 def test_unsupported_parameter_type_gives_a_clear_error():

@@ -61,6 +61,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.sigint
 def test_ctrl_c_in_a_plain_script_cancels_cleanly():
     proc = subprocess.Popen(
         [sys.executable, "-c", SCRIPT],
@@ -92,6 +93,7 @@ def test_ctrl_c_in_a_plain_script_cancels_cleanly():
     assert_history_valid(Conversation.from_json(data["conversation"]))
 
 
+@pytest.mark.sigint
 def test_kernel_interrupt_during_run_sync_cancels_and_next_run_works():
     started = threading.Event()
 
@@ -249,6 +251,7 @@ def test_logger_records_failures(caplog):
     assert any("bad: error: KeyError: 'nope'" in m for m in messages), messages
 
 
+@pytest.mark.sigint
 @pytest.mark.parametrize("delay", [0.0, 0.001, 0.003, 0.01, 0.03])
 def test_interrupt_at_any_moment_ends_promptly_with_valid_history(delay):
     # The interrupt may land before the run exists, while it starts, or mid-stream.

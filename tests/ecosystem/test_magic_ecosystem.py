@@ -69,6 +69,21 @@ def test_mcp_add_list_tools_call_and_remove(shell, capsys):
         shell.run_line_magic("agent", "mcp add x")
 
 
+def test_mcp_add_of_a_missing_script_or_program_says_so_without_starting_it(
+    shell, tmp_path, monkeypatch
+):
+    # Before, the SDK was imported and the child started, and seconds later the error
+    # said only "Connection closed" (the cause was in the child's stderr).
+    shell.run_line_magic("load_ext", "nbagent")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError) as info:
+        shell.run_line_magic("agent", f"mcp add miss -- {sys.executable} missing_server.py")
+    assert str(info.value) == f"%agent mcp add: no file 'missing_server.py' (looked in {tmp_path})"
+    with pytest.raises(UsageError, match="no program 'no-such-mcp-server' .not found on PATH."):
+        shell.run_line_magic("agent", "mcp add miss -- no-such-mcp-server --stdio")
+    assert "miss" not in KERNEL_SERVERS
+
+
 def test_nbagent_mcp_config_is_loaded_with_the_extension(shell, capsys, monkeypatch, tmp_path):
     config = tmp_path / "mcp.json"
     config.write_text(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.kernel import Kernel, kernel_environment
+from tests.support.kernel import Kernel, kernel_environment, last_html
 
 pytestmark = pytest.mark.kernel
 
@@ -142,9 +142,29 @@ def test_run_python_runs_on_the_main_thread_and_shows_figures(shared_kernel: Ker
     assert "stdout:\ndrawn" in out and "'MainThread'" in out
     assert "[image 1:" in out and "attached]" in out
     assert "[('image/png', True)]" in out
-    # The user sees the figure too: the inline backend shows it when the cell ends.
-    assert any("image/png" in m["content"].get("data", {}) for m in messages
-               if m["msg_type"] == "display_data")  # fmt: skip
+    # The panel shows the code's value (the thread's name): the inline backend shows the
+    # figure, once, below the cell.
+    panels = [m for m in messages if "text/html" in m["content"].get("data", {})]
+    assert "<img" not in panels[-1]["content"]["data"]["text/html"]
+    assert [m for m in messages if m["msg_type"] == "display_data"
+            and "image/png" in m["content"]["data"]] != []  # fmt: skip
+
+
+@pytest.mark.parametrize("last_line", ["ax.figure", "ax", "done = True"])
+def test_a_plot_the_panel_shows_is_not_shown_again_below_the_cell(
+    shared_kernel: Kernel, last_line: str
+) -> None:
+    # Tutorial 06's plot: the figure is the code's value (or its only plot).
+    shared_kernel.run(RUN)
+    code = "import matplotlib.pyplot as plt\\nax = plt.gca()\\nax.plot([1, 3, 2])\\n" + last_line
+    shared_kernel.run(f'model = run_model("{code}")')
+    reply, messages = shared_kernel.execute("%%agent\nplot it")
+    assert reply["content"]["status"] == "ok"
+    assert last_html(messages).count('<img class="nba-image"') == 1  # in the round panel
+    assert [m for m in messages if m["msg_type"] == "display_data"
+            and "image/png" in m["content"]["data"]] == []  # fmt: skip
+    # the figure is still the user's to show or save
+    assert shared_kernel.run("print(len(ax.figure.axes[0].lines))") == "1\n"
 
 
 @pytest.mark.parametrize(

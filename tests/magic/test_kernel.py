@@ -160,7 +160,7 @@ def test_approval_prompt_through_stdin(kernel: Kernel) -> None:
         "%%agent -m fast\ndelete the file", allow_stdin=True, stdin_answer="y"
     )
     prompts = [m["content"]["prompt"] for m in messages if m["msg_type"] == "input_request"]
-    assert prompts == ['nbagent: allow delete(path="/tmp/x")? [y/N] ']
+    assert prompts == ['nbagent: allow delete(path="/tmp/x")? [y/N, no answer in 120 s: N] ']
     facts = HtmlFacts(last_html(messages))
     assert "approved by user" in facts.text and "Result: deleted /tmp/x" in facts.text
 
@@ -220,8 +220,45 @@ def test_headless_approval_policy_allow_list(kernel: Kernel) -> None:
         kernel.run("del os.environ['NBAGENT_APPROVAL']")
     assert reply["content"]["status"] == "ok"
     text = HtmlFacts(last_html(messages)).text
-    assert "approved by policy NBAGENT_APPROVAL=allow:delete (no stdin)" in text
+    assert "approved by policy NBAGENT_APPROVAL=allow:delete" in text
     assert "Result: deleted /tmp/x" in text
+
+
+def test_a_policy_set_in_the_notebook_decides_even_where_stdin_could_ask(kernel: Kernel) -> None:
+    # JupyterLab allows stdin: the policy the notebook set still answers, nobody is asked.
+    kernel.run("import os\nos.environ['NBAGENT_APPROVAL'] = 'allow:delete'")
+    try:
+        reply, messages = kernel.execute(
+            "%%agent -m fast\ndelete the file", allow_stdin=True, stdin_answer="n"
+        )
+    finally:
+        kernel.run("del os.environ['NBAGENT_APPROVAL']")
+    assert reply["content"]["status"] == "ok"
+    assert "input_request" not in [m["msg_type"] for m in messages]
+    text = HtmlFacts(last_html(messages)).text
+    assert "approved by policy NBAGENT_APPROVAL=allow:delete" in text
+    assert "Result: deleted /tmp/x" in text
+
+
+def test_a_question_nobody_answers_is_a_denial_after_the_timeout(kernel: Kernel) -> None:
+    # After a page reload JupyterLab no longer shows the input box: the kernel must not
+    # stay busy. With NBAGENT_APPROVAL_TIMEOUT=1 the question gives up after a second.
+    kernel.run("import os\nos.environ['NBAGENT_APPROVAL_TIMEOUT'] = '1'")
+    try:
+        reply, messages = kernel.execute(
+            "%%agent -m fast\ndelete the file", allow_stdin=True, stdin_answer="<no answer>"
+        )
+    finally:
+        kernel.run("del os.environ['NBAGENT_APPROVAL_TIMEOUT']")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    prompts = [m["content"]["prompt"] for m in messages if m["msg_type"] == "input_request"]
+    assert prompts == ['nbagent: allow delete(path="/tmp/x")? [y/N, no answer in 1 s: N] ']
+    text = HtmlFacts(last_html(messages)).text
+    assert "denied by nobody (no answer in 1 s)" in text
+    assert "deleted /tmp/x" not in text and "stopped: cancelled" not in text
+    assert "Result: " in text  # the model got the denial and answered
+    reply, messages = kernel.execute("%%agent\nadd again")  # the kernel is free
+    assert "Result: 5" in HtmlFacts(last_html(messages)).text
 
 
 def test_interrupt_while_asking_for_approval(own_kernel: Kernel) -> None:

@@ -229,7 +229,8 @@ def test_approval_headless_uses_policy(
     monkeypatch.setenv("NBAGENT_APPROVAL", "allow:delete")
     run(shell, "", "delete it")
     assert ran == ["/tmp/x"]
-    assert "approved by policy NBAGENT_APPROVAL=allow:delete (no stdin)" in final_html(shell)
+    # a policy that is set decides without asking, stdin or not
+    assert "approved by policy NBAGENT_APPROVAL=allow:delete" in final_html(shell)
 
 
 @pytest.mark.parametrize(("answer", "approved"), [("y\n", True), ("n\n", False), ("\n", False)])
@@ -274,6 +275,7 @@ def _assert_valid_history(shell: Any) -> None:
             assert [r.call_id for r in rnd.results] == [c.id for c in rnd.calls]
 
 
+@pytest.mark.sigint
 def test_interrupt_during_stream_cancels_and_next_cell_works(shell: Any) -> None:
     use(ScriptedModel(["word " * 2000, "next answer"], chunk_size=5, delay=0.01))
     timer = _interrupt_after(0.5)
@@ -290,6 +292,7 @@ def test_interrupt_during_stream_cancels_and_next_cell_works(shell: Any) -> None
     assert shell.user_ns["_agent"].output == "next answer"
 
 
+@pytest.mark.sigint
 def test_interrupt_during_slow_tool(shell: Any) -> None:
     @tool(timeout=30)
     def slow() -> str:
@@ -367,7 +370,16 @@ def test_line_magic_commands(
     assert len(current_agent().conversation.messages) == 4  # conversation kept
     shell.run_line_magic("agent", "reset")
     assert current_agent().conversation.messages == []
-    assert len(shell.run_line_magic("agent", "history")) == 0
+    capsys.readouterr()
+    assert shell.run_line_magic("agent", "history") is None  # a sentence, not bare headers
+    assert capsys.readouterr().out == (
+        "No tool calls in this conversation yet (0 turns). "
+        "%agent history --all lists the stored conversations.\n"
+    )
+    use(ScriptedModel(["no tools needed"]))
+    run(shell, "", "hello")  # a run without tool rounds: still a sentence
+    assert shell.run_line_magic("agent", "history") is None
+    assert "yet (1 turn)." in capsys.readouterr().out
     with pytest.raises(UsageError, match="unknown command 'frobnicate'"):
         shell.run_line_magic("agent", "frobnicate")
     with pytest.raises(UsageError, match="too many arguments"):

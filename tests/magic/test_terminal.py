@@ -172,6 +172,7 @@ def test_control_sequences_in_model_and_tool_text_are_neutralised(term: Any) -> 
     assert shell.user_ns["_agent"].output == evil  # only the display is neutralised
 
 
+@pytest.mark.sigint
 def test_ctrl_c_cancels_prints_the_marker_once_and_next_cell_works(term: Any) -> None:
     shell, record = term
     out = record()
@@ -218,7 +219,7 @@ def test_approval_question_gets_its_own_line(term: Any, monkeypatch: pytest.Monk
     shell.run_cell_magic("agent", "", "go")
     assert ran == ["moon"]
     text = out.getvalue()
-    assert '\nnbagent: allow launch(target="moon")? [y/N] ' in text
+    assert '\nnbagent: allow launch(target="moon")? [y/N, no answer in 120 s: N] ' in text
     order = positions(text, "Launching", "nbagent: allow", "▸ Round 1 · launch · ok", "done")
     assert order == sorted(order)
 
@@ -247,6 +248,7 @@ use(ScriptedModel(script, chunk_size=4, delay=0.05))
 '''
 
 
+@pytest.mark.sigint
 def test_real_terminal_ipython_in_a_pty(tmp_path: Any) -> None:
     """The real ``ipython`` program (prompt_toolkit, plain DisplayPublisher) in a pty."""
     startup = tmp_path / "startup.py"

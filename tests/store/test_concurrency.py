@@ -19,6 +19,7 @@ WRITER = textwrap.dedent(
     from nbagent.testing import ScriptedModel, call, reply
 
     go, name = Path(sys.argv[1]), sys.argv[2]
+    other = "B" if name == "A" else "A"
 
     @tool
     def add(a: int, b: int) -> int:
@@ -35,6 +36,14 @@ WRITER = textwrap.dedent(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for number in range(100):
+            if number == 50:  # halfway: wait for the other writer to get halfway too
+                (go.parent / f"{name}-halfway").write_text("")
+                waited = 0
+                while not (go.parent / f"{other}-halfway").exists():
+                    time.sleep(0.005)
+                    waited += 1
+                    if waited > 24_000:
+                        sys.exit(f"{other} never got halfway")
             Agent(ScriptedModel(script), tools=[add]).run_sync(f"{name} run {number}")
     for warning in caught:
         print("WARNING:", warning.message, file=sys.stderr)
@@ -77,13 +86,17 @@ def test_two_processes_each_writing_100_runs(tmp_path: Path, history_db: Path) -
     answers = query(history_db, "SELECT count(*) FROM messages WHERE stop_reason = 'complete'")
     assert answers == [(200,)]
     assert query(history_db, "PRAGMA integrity_check") == [("ok",)]
-    # The two writers really ran at the same time: their write periods overlap.
-    spans = {
-        name: query(
-            history_db,
-            "SELECT min(created_at), max(created_at) FROM messages WHERE content LIKE ?",
-            f"{name} run %",
-        )[0]
-        for name in "AB"
-    }
-    assert spans["A"][0] < spans["B"][1] and spans["B"][0] < spans["A"][1], spans
+
+    # The two writers really shared the file while both had it open: each waited
+    # halfway for the other, so each one's first half is stored before the other's
+    # second half (an order, not a timing).
+    def rowids(name: str, numbers: range) -> list[int]:
+        return [
+            row[0]
+            for row in query(history_db, "SELECT rowid, content FROM messages WHERE role='user'")
+            if row[1].startswith(f"{name} run ") and int(row[1].split()[-1]) in numbers
+        ]
+
+    first, second = range(50), range(50, 100)
+    assert max(rowids("A", first)) < min(rowids("B", second))
+    assert max(rowids("B", first)) < min(rowids("A", second))

@@ -110,6 +110,9 @@ def test_kill_9_during_round_3_keeps_rounds_1_and_2(tmp_path: Path, history_db: 
     assert [[res.content for res in r.results] for r in answer.rounds] == [["10"], ["11"]]
     # The round in flight left nothing half-written behind.
     assert query(history_db, "SELECT count(*) FROM tool_calls") == [(2,)]
+    # The listing (%agent history --all) says so too, not NaN.
+    listed = store.history(all=True)
+    assert listed.loc[listed["id"] == conversation_id, "stop_reason"].tolist() == ["interrupted"]
 
     # Resuming works: the model sees both saved rounds, and the run is stored.
     model = ScriptedModel(lambda request: reply("picked up where we left off"))

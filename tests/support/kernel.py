@@ -70,7 +70,8 @@ class Kernel:
 
         Each message gets ``received`` (``time.monotonic()`` on arrival). With
         ``stdin_answer``, every ``input()`` gets that answer (``"<interrupt>"``:
-        the kernel is interrupted instead); the input requests are in the messages.
+        the kernel is interrupted instead; ``"<no answer>"``: nobody answers, as after
+        a page reload); the input requests are in the messages.
         """
         msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
         messages: list[Message] = []
@@ -89,6 +90,8 @@ class Kernel:
                     messages.append(request)
                     if stdin_answer == "<interrupt>":
                         self.interrupt()  # the user interrupts instead of answering
+                    elif stdin_answer == "<no answer>":
+                        pass  # the page that showed the input box is gone
                     else:
                         self.kc.input(stdin_answer)
             try:
