@@ -18,7 +18,6 @@ To make ``%%agent`` use an agent or provider object of your own (a
 
 from __future__ import annotations
 
-import json
 import keyword
 import shlex
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from .agent import Agent
 from .errors import ConfigError, NbAgentError, did_you_mean
 from .kernel.prompt import Interpolated, PromptError, interpolate_prompt
 from .run.settings import FIELDS, RunSettings, SettingError
+from .store.export import conversation_rounds
 from .tools import REGISTRY, Tool
 
 if TYPE_CHECKING:
@@ -504,7 +504,7 @@ class AgentMagics(Magics):
             return history(all=True, store=store)
         self._expect("history", rest, 0)
         agent = self.get_agent()
-        rounds = conversation_rounds(agent)
+        rounds = conversation_rounds(agent.conversation)
         if rounds.empty:  # say so, rather than show a table of headers
             turns = sum(m.role == "user" for m in agent.conversation.messages)
             plural = "" if turns == 1 else "s"
@@ -568,34 +568,3 @@ class AgentMagics(Magics):
         except ConfigError as exc:
             raise usage_error(f"%agent record: {exc}") from None
         print(f"Recording provider traffic to {rest[0]}.")
-
-
-def conversation_rounds(agent: Agent) -> Any:
-    """The tool calls of ``agent``'s conversation as a DataFrame, one row per call."""
-    import pandas as pd
-
-    rows = []
-    number = 0
-    turn = 0
-    for message in agent.conversation.messages:
-        if message.role == "user":
-            turn += 1
-            continue
-        for tool_round in message.rounds or []:
-            number += 1
-            by_id = {r.call_id: r for r in tool_round.results}
-            for call in tool_round.calls:
-                result = by_id.get(call.id)
-                rows.append(
-                    {
-                        "turn": turn,
-                        "round": number,
-                        "tool": call.name,
-                        "arguments": json.dumps(call.arguments, ensure_ascii=False, default=str),
-                        "ok": bool(result and result.ok),
-                        "duration": result.duration_s if result else None,
-                        "tokens": tool_round.usage.total_tokens,
-                    }
-                )
-    columns = ["turn", "round", "tool", "arguments", "ok", "duration", "tokens"]
-    return pd.DataFrame(rows, columns=columns)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,3 +49,34 @@ def conversations_frame(rows: Sequence[Mapping[str, Any]]) -> pandas.DataFrame:
 def last_model(conversation: Conversation) -> str | None:
     """The model label the conversation's latest answer came from (for resuming it)."""
     return next((m.model for m in reversed(conversation.messages) if m.model), None)
+
+
+def conversation_rounds(conversation: Conversation) -> pandas.DataFrame:
+    """The tool calls of ``conversation`` as a DataFrame, one row per call (``%agent history``)."""
+    import pandas as pd
+
+    rows = []
+    number = 0
+    turn = 0
+    for message in conversation.messages:
+        if message.role == "user":
+            turn += 1
+            continue
+        for tool_round in message.rounds or []:
+            number += 1
+            by_id = {r.call_id: r for r in tool_round.results}
+            for call in tool_round.calls:
+                result = by_id.get(call.id)
+                rows.append(
+                    {
+                        "turn": turn,
+                        "round": number,
+                        "tool": call.name,
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False, default=str),
+                        "ok": bool(result and result.ok),
+                        "duration": result.duration_s if result else None,
+                        "tokens": tool_round.usage.total_tokens,
+                    }
+                )
+    columns = ["turn", "round", "tool", "arguments", "ok", "duration", "tokens"]
+    return pd.DataFrame(rows, columns=columns)
