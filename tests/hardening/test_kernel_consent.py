@@ -119,7 +119,7 @@ def test_the_question_for_other_tools_is_whole_with_hidden_characters_marked(ker
     (prompt,) = [m["content"]["prompt"] for m in messages if m["msg_type"] == "input_request"]
     assert not [c for c in HIDDEN if c in prompt]
     expected = 'remove(path="/tmp/⟦U+202E⟧txt.exe\\u001b[8m' + "y" * 500 + '")'
-    assert prompt == f"nbagent: allow {expected}? [y/N] "
+    assert prompt == f"nbagent: allow {expected}? [y/N, no answer in 120 s: N] "
 
 
 SIDE_EFFECTS = """
