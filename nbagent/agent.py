@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError
 from .events import Event, RunFinished
 from .messages import Conversation
-from .providers import Provider, get_provider, makes_http_requests, resolve_model
+from .providers import Provider, choose_model, get_provider, makes_http_requests
 from .results import RunResult, set_renderer
 from .run.loop import Run
 from .run.settings import FIELDS, RUN_ONLY, RunInputs, RunOptions, RunSettings, check_names
@@ -97,12 +97,17 @@ class Agent:
         """The defaults of every run (frozen: ``agent.settings = agent.settings.replace(...)``)."""
         _refuse_near_misses(provider_options)
         self._provider: Provider | None = None
+        self.model_reason: str | None = None
+        """Why this model was chosen when none was named ("found a local Ollama at
+        127.0.0.1:11434"); None for a named model. Footers and ``%agent model`` show it."""
+        chosen: dict[str, Any] = {}  # what a found local server needs (its base_url)
         if isinstance(model, str) or model is None:
-            self.model = resolve_model(model, env)
+            choice = choose_model(model, env)
+            self.model, self.model_reason, chosen = choice.model, choice.reason, choice.options
         else:
             self._provider = model
             self.model = _label(model)
-        self._provider_options: dict[str, Any] = dict(provider_options)
+        self._provider_options: dict[str, Any] = {**chosen, **provider_options}
         for key, value in (
             ("base_url", base_url), ("api_key", api_key), ("env", env), ("timeout", http_timeout)
         ):  # fmt: skip
@@ -164,6 +169,7 @@ class Agent:
             self.model = _label(model)
         self._provider = provider
         self._provider_object = not isinstance(model, str)
+        self.model_reason = None  # named now
 
     @property
     def tool_selection(self) -> list[ToolItem] | None:
@@ -344,6 +350,7 @@ class Agent:
         own = plan.conversation is self.conversation
 
         def finished(result: RunResult) -> None:
+            result.model_reason = self.model_reason
             if own:
                 self.last_result = result
             release()
@@ -384,8 +391,10 @@ class Agent:
         events = run.events()
         try:
             async for event in events:
-                if own and isinstance(event, RunFinished):
-                    self.last_result = event.result
+                if isinstance(event, RunFinished):
+                    event.result.model_reason = self.model_reason  # before a footer shows it
+                    if own:
+                        self.last_result = event.result
                 yield event
         finally:
             await events.aclose()  # a consumer that stopped early cancels the run now

@@ -407,7 +407,7 @@ class AgentMagics(Magics):
     def _show(self) -> None:
         agent = self.get_agent()
         turns = sum(m.role == "user" for m in agent.conversation.messages)
-        print(f"model: {agent.model}")
+        print(f"model: {_model_line(agent)}")
         print(f"conversation: {agent.conversation.id} ({turns} turns)")
         print(f"tools: {', '.join(sorted(agent.tools)) or '(none)'}")
         if agent.kernel:
@@ -419,7 +419,7 @@ class AgentMagics(Magics):
     def _cmd_model(self, rest: list[str]) -> None:
         self._expect("model", rest, 1)
         agent = self.set_model(rest[0]) if rest else self.get_agent()
-        print(f"model: {agent.model}")
+        print(f"model: {_model_line(agent)}")
 
     def _cmd_tools(self, rest: list[str]) -> None:
         self._expect("tools", rest, 0)
@@ -565,3 +565,8 @@ def conversation_rounds(agent: Agent) -> Any:
                 )
     columns = ["turn", "round", "tool", "arguments", "ok", "duration", "tokens"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _model_line(agent: Agent) -> str:
+    """``ollama:llama3.2 (found a local Ollama at 127.0.0.1:11434)``: the model, and why."""
+    return f"{agent.model} ({agent.model_reason})" if agent.model_reason else agent.model
