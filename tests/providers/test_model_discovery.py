@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,8 @@ from nbagent.errors import ConfigError
 from nbagent.providers import choose_model, resolve_model
 from nbagent.providers.discovery import forget_local_servers
 from nbagent.render import footer_text
+from tests.support.html import assert_inert
+from tests.support.kernel import Kernel, kernel_environment, last_html
 from tests.support.scripted import Answer, ScriptedReplies
 from tests.support.servers import RecordedRequest, Reply, WireServer
 
@@ -236,3 +239,23 @@ def test_naming_a_model_later_drops_the_reason(ollama: ModelServer, dead_url: st
     assert agent.model_reason is None
     result = agent.run_sync("Hi")
     assert footer_text(result).startswith("ollama:qwen3:4b · 0 rounds")
+
+
+def test_a_kernel_says_which_model_it_found_and_why(ollama: ModelServer, tmp_path: Path) -> None:
+    env = kernel_environment(
+        tmp_path / "home",
+        OLLAMA_HOST=ollama.url,
+        NBAGENT_COMPATIBLE_SERVERS="",
+        NBAGENT_DISCOVER=PATIENT,
+    )
+    kernel = Kernel(env, tmp_path)
+    try:
+        why = f"found a local Ollama at 127.0.0.1:{ollama.port}"
+        assert kernel.run("%load_ext nbagent\n%agent model") == f"model: ollama:llama3.2 ({why})\n"
+        reply, messages = kernel.execute("%%agent\nHi")
+        assert reply["content"]["status"] == "ok"
+        facts = assert_inert(last_html(messages))
+        assert "Hello from the local server." in facts.text
+        assert f"ollama:llama3.2 ({why}) · 0 rounds" in facts.text
+    finally:
+        kernel.close()
