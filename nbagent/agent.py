@@ -318,8 +318,11 @@ class Agent:
         )
 
     def _listeners(self, plan: _RunPlan) -> list[Callable[[Event], None]]:
-        """The run's history writer and tracer: they see every event as it happens."""
-        listeners: list[Callable[[Event], None]] = []
+        """The run's listeners: the model's reason, the history writer and the tracer.
+
+        They see every event as it happens, before any reader of the run's events.
+        """
+        listeners: list[Callable[[Event], None]] = [self._note_model_reason]
         if self.store is not None:
             from ._internal.redaction import collect_secrets
 
@@ -332,6 +335,11 @@ class Agent:
         if tracer is not None:
             listeners.append(tracer.on_event)  # OpenTelemetry spans, when it is in use
         return listeners
+
+    def _note_model_reason(self, event: Event) -> None:
+        """Put why this model was chosen on the result, before any footer shows it."""
+        if isinstance(event, RunFinished):
+            event.result.model_reason = self.model_reason
 
     def _holder_loop_died(self) -> bool:
         """Whether the run holding the busy lock died with its event loop (so never releases it)."""
@@ -350,7 +358,6 @@ class Agent:
         own = plan.conversation is self.conversation
 
         def finished(result: RunResult) -> None:
-            result.model_reason = self.model_reason
             if own:
                 self.last_result = result
             release()
@@ -391,10 +398,8 @@ class Agent:
         events = run.events()
         try:
             async for event in events:
-                if isinstance(event, RunFinished):
-                    event.result.model_reason = self.model_reason  # before a footer shows it
-                    if own:
-                        self.last_result = event.result
+                if own and isinstance(event, RunFinished):
+                    self.last_result = event.result
                 yield event
         finally:
             await events.aclose()  # a consumer that stopped early cancels the run now
