@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError, NbAgentError, at_boundary
 from .events import Event, RunFinished
 from .messages import Conversation
-from .providers import Provider, get_provider, makes_http_requests, resolve_model
+from .providers import Provider, choose_model, get_provider, makes_http_requests
 from .results import RunResult, set_renderer
 from .run.loop import Run
 from .run.settings import FIELDS, RUN_ONLY, RunInputs, RunOptions, RunSettings, check_names
@@ -98,12 +98,17 @@ class Agent:
         """The defaults of every run (frozen: ``agent.settings = agent.settings.replace(...)``)."""
         _refuse_near_misses(provider_options)
         self._provider: Provider | None = None
+        self.model_reason: str | None = None
+        """Why this model was chosen when none was named ("found a local Ollama at
+        127.0.0.1:11434"); None for a named model. Footers and ``%agent model`` show it."""
+        chosen: dict[str, Any] = {}  # what a found local server needs (its base_url)
         if isinstance(model, str) or model is None:
-            self.model = resolve_model(model, env)
+            choice = choose_model(model, env)
+            self.model, self.model_reason, chosen = choice.model, choice.reason, choice.options
         else:
             self._provider = model
             self.model = _label(model)
-        self._provider_options: dict[str, Any] = dict(provider_options)
+        self._provider_options: dict[str, Any] = {**chosen, **provider_options}
         for key, value in (
             ("base_url", base_url), ("api_key", api_key), ("env", env), ("timeout", http_timeout)
         ):  # fmt: skip
@@ -165,6 +170,7 @@ class Agent:
             self.model = _label(model)
         self._provider = provider
         self._provider_object = not isinstance(model, str)
+        self.model_reason = None  # named now
 
     @property
     def tool_selection(self) -> list[ToolItem] | None:
@@ -313,8 +319,11 @@ class Agent:
         )
 
     def _listeners(self, plan: _RunPlan) -> list[Callable[[Event], None]]:
-        """The run's history writer and tracer: they see every event as it happens."""
-        listeners: list[Callable[[Event], None]] = []
+        """The run's listeners: the model's reason, the history writer and the tracer.
+
+        They see every event as it happens, before any reader of the run's events.
+        """
+        listeners: list[Callable[[Event], None]] = [self._note_model_reason]
         if self.store is not None:
             from ._internal.redaction import collect_secrets
 
@@ -327,6 +336,11 @@ class Agent:
         if tracer is not None:
             listeners.append(tracer.on_event)  # OpenTelemetry spans, when it is in use
         return listeners
+
+    def _note_model_reason(self, event: Event) -> None:
+        """Put why this model was chosen on the result, before any footer shows it."""
+        if isinstance(event, RunFinished):
+            event.result.model_reason = self.model_reason
 
     def _holder_loop_died(self) -> bool:
         """Whether the run holding the busy lock died with its event loop (so never releases it)."""

@@ -431,7 +431,7 @@ class AgentMagics(Magics):
     def _show(self) -> None:
         agent = self.get_agent()
         turns = sum(m.role == "user" for m in agent.conversation.messages)
-        print(f"model: {agent.model}")
+        print(f"model: {_model_line(agent)}")
         print(f"conversation: {agent.conversation.id} ({turns} turns)")
         print(f"tools: {', '.join(sorted(agent.tools)) or '(none)'}")
         if agent.kernel:
@@ -443,7 +443,7 @@ class AgentMagics(Magics):
     def _cmd_model(self, rest: list[str]) -> None:
         self._expect("model", rest, 1)
         agent = self.set_model(rest[0]) if rest else self.get_agent()
-        print(f"model: {agent.model}")
+        print(f"model: {_model_line(agent)}")
 
     def _cmd_tools(self, rest: list[str]) -> None:
         self._expect("tools", rest, 0)
@@ -568,3 +568,8 @@ class AgentMagics(Magics):
         except ConfigError as exc:
             raise usage_error(f"%agent record: {exc}") from None
         print(f"Recording provider traffic to {rest[0]}.")
+
+
+def _model_line(agent: Agent) -> str:
+    """``ollama:llama3.2 (found a local Ollama at 127.0.0.1:11434)``: the model, and why."""
+    return f"{agent.model} ({agent.model_reason})" if agent.model_reason else agent.model

@@ -63,6 +63,9 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     """Short facts for the footer: "context 2,100/128,000 tokens (2%)", "this model does
     not support tools; answered without them"."""
+    model_reason: str | None = None
+    """Why the agent chose ``model`` when none was named ("found a local Ollama at
+    127.0.0.1:11434"); the footer shows it after the model."""
     text: str = None  # type: ignore[assignment]  # set from output when not given
     """The model's final text as it wrote it (the raw JSON of a typed answer)."""
     output_type: Any = field(default=None, repr=False)

@@ -109,6 +109,9 @@ def _private_history_and_no_keys(
     monkeypatch.setenv("NBAGENT_HOME", str(tmp_path_factory.mktemp("nbagent-home")))
     for name in never_inherited():
         monkeypatch.delenv(name, raising=False)
+    # An agent without a model must not find a server someone runs on this machine's
+    # usual ports; discovery tests name their own loopback servers through env=.
+    monkeypatch.setenv("NBAGENT_DISCOVER", "off")
 
 
 @pytest.hookimpl(trylast=True)

@@ -10,9 +10,10 @@ Registering by path imports nothing: the module is imported when the provider is
 first used or one of its attributes is needed (``import nbagent`` imports no
 adapter). What the rest of nbagent asks of providers comes from here and from
 the adapters' class attributes (see ``http/template.py``), never from a list of
-names: :func:`resolve_model` (the default model), :func:`secret_headers` and
-:func:`invented_id_patterns` (recordings), :func:`makes_http_requests` (whether
-recording applies), :func:`environment_variables` (what tests clear), and of a
+names: :func:`choose_model` / :func:`resolve_model` (the default model, and why),
+:func:`secret_headers` and :func:`invented_id_patterns` (recordings),
+:func:`makes_http_requests` (whether recording applies),
+:func:`environment_variables` (what tests clear), and of a
 provider object :func:`capabilities` (typed output, context window, images,
 pricing, tracing name: see ``base.Capabilities``).
 """
@@ -42,6 +43,7 @@ from .base import (
 __all__ = [
     "Capabilities",
     "Finished",
+    "ModelChoice",
     "ModelRequest",
     "OutputMode",
     "Provider",
@@ -52,6 +54,7 @@ __all__ = [
     "UsageReport",
     "accepts_images",
     "capabilities",
+    "choose_model",
     "environment_variables",
     "get_provider",
     "how_to_choose",
@@ -68,6 +71,9 @@ __all__ = [
 
 MODEL_VARIABLE = "NBAGENT_MODEL"
 """The environment variable naming the default model string."""
+
+DISCOVERY_VARIABLES = ("NBAGENT_DISCOVER", "NBAGENT_COMPATIBLE_SERVERS")
+"""Where :func:`choose_model` looks for a local server (see ``discovery.py``)."""
 
 ATTRIBUTES: dict[str, Any] = {
     "makes_http_requests": True,
@@ -184,29 +190,65 @@ def makes_http_requests(model: str) -> bool:
     return bool(_REGISTRY[split_model(model)[0]].get("makes_http_requests"))
 
 
-def resolve_model(model: str | None, env: Mapping[str, str] | None = None) -> str:
-    """The model string to use when the caller may not have named one.
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model an agent uses, and why, when the caller may not have named one."""
 
-    In order: ``model``; ``NBAGENT_MODEL``; the ``default_model`` of the first
-    provider (in registration order) one of whose ``key_variables`` is set; a
-    provider that reports itself ``installed`` (the embedded model).
+    model: str
+    """The model string ("ollama:llama3.2")."""
+    reason: str | None = None
+    """Why it was chosen ("found a local Ollama at 127.0.0.1:11434"); None: it was named."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Provider options the choice needs (the found server's ``base_url``)."""
+
+    def describe(self) -> str:
+        """``"ollama:llama3.2 (found a local Ollama at 127.0.0.1:11434)"``."""
+        return f"{self.model} ({self.reason})" if self.reason else self.model
+
+
+def choose_model(model: str | None, env: Mapping[str, str] | None = None) -> ModelChoice:
+    """The model to use and why, in the documented order.
+
+    1. ``model``, when given;
+    2. ``NBAGENT_MODEL``;
+    3. the ``default_model`` of the first provider (in registration order) one of whose
+       ``key_variables`` is set;
+    4. a model server already running on this machine: a local Ollama, then
+       OpenAI-compatible servers (LM Studio, llama.cpp), probed at once for their model
+       lists (``discovery.py``: never a prompt, at most 50 ms, cached for the process);
+    5. a provider that reports itself ``installed`` (the embedded model).
+
+    Raises:
+        ConfigError: nothing was found (the message says how to choose).
     """
     if model:
-        return model
+        return ModelChoice(model)
     env = os.environ if env is None else env
     if env.get(MODEL_VARIABLE):
-        return env[MODEL_VARIABLE]
+        return ModelChoice(env[MODEL_VARIABLE], f"{MODEL_VARIABLE} is set")
     for entry in list(_REGISTRY.values()):
         default = entry.get("default_model")
         if default is None:
             continue
-        if any(env.get(variable) for variable in entry.get("key_variables")):
-            return _model_string(entry.prefix, default)
+        found = next((v for v in entry.get("key_variables") if env.get(v)), None)
+        if found:
+            return ModelChoice(_model_string(entry.prefix, default), f"{found} is set")
+    from .discovery import find_local_server
+
+    server = find_local_server(env)
+    if server is not None:
+        return ModelChoice(server.model_string, server.reason, {"base_url": server.server.base_url})
     for entry in list(_REGISTRY.values()):
         installed = entry.get("installed")
         if installed is not None and entry.get("default_model") is not None and installed():
-            return _model_string(entry.prefix, entry.get("default_model"))
+            reason = "no key set and no local model server found"
+            return ModelChoice(_model_string(entry.prefix, entry.get("default_model")), reason)
     raise ConfigError("No model configured. " + how_to_choose())
+
+
+def resolve_model(model: str | None, env: Mapping[str, str] | None = None) -> str:
+    """The model string to use when the caller may not have named one (see :func:`choose_model`)."""
+    return choose_model(model, env).model
 
 
 def how_to_choose() -> str:
@@ -270,6 +312,7 @@ def environment_variables() -> tuple[str, ...]:
             found[entry.get("base_url_variable")] = None
         found.update(dict.fromkeys(entry.get("other_variables")))
     found[MODEL_VARIABLE] = None
+    found.update(dict.fromkeys(DISCOVERY_VARIABLES))
     return tuple(found)
 
 

@@ -65,10 +65,15 @@ def round_summary(tool_round: ToolRound, index: int) -> str:
 
 
 def footer_text(result: RunResult) -> str:
-    """``model · 2 rounds · 150 tokens (120 in, 30 out)[ · $0.001] · 1.5 s[ · stopped: …]``."""
+    """``model · 2 rounds · 150 tokens (120 in, 30 out)[ · $0.001] · 1.5 s[ · stopped: …]``.
+
+    A model the agent chose by itself is followed by why: ``ollama:llama3.2 (found a
+    local Ollama at 127.0.0.1:11434)``.
+    """
     usage, rounds = result.usage, len(result.rounds)
+    model = f"{result.model} ({result.model_reason})" if result.model_reason else result.model
     parts = [
-        result.model,
+        model,
         f"{rounds} round" + ("" if rounds == 1 else "s"),
         f"{usage.total_tokens:,} tokens ({usage.input_tokens:,} in, {usage.output_tokens:,} out)",
         duration_text(result.elapsed_s),

@@ -28,12 +28,14 @@ def child_environment(
     base: Mapping[str, str] | None = None, *, drop_prefix: str = "", **values: str
 ) -> dict[str, str]:
     """An environment for a child process: ``base`` (default ``os.environ``) without the
-    variables above (and any starting with ``drop_prefix``), then ``values`` set."""
+    variables above (and any starting with ``drop_prefix``), looking for no local model
+    server (``NBAGENT_DISCOVER=off``), then ``values`` set."""
     dropped = set(never_inherited())
     env = {
         name: value
         for name, value in (os.environ if base is None else base).items()
         if name not in dropped and not (drop_prefix and name.startswith(drop_prefix))
     }
+    env["NBAGENT_DISCOVER"] = "off"  # no local server on this machine's usual ports
     env.update(values)
     return env
