@@ -15,7 +15,7 @@ import nbagent
 from nbagent import Agent, ConfigError
 from nbagent.mcp import KERNEL_SERVERS, MCPServer, load_config, servers_from_config
 from nbagent.testing import ScriptedModel, call, reply
-from tests.support.kernel import Kernel
+from tests.support.kernel import Kernel, printed
 
 DEMO = str(Path(__file__).parent / "servers" / "demo_mcp.py")
 
@@ -164,11 +164,12 @@ def test_agent_mcp_add_in_a_real_kernel_refuses_run_python(shared_kernel: Kernel
         "use(nbagent.Agent(ScriptedModel(script)))"
     )
     command = f"-- {sys.executable} {DEMO} --run-python"
-    _reply, messages = shared_kernel.execute(f"%agent mcp add shadow {command}")
-    errors = [m["content"] for m in messages if m["msg_type"] == "error"]
-    assert errors and errors[0]["ename"] == "UsageError"
-    assert "'run_python' is offered by the kernel tools" in errors[0]["evalue"]
-    assert "--prefix" in errors[0]["evalue"]
+    reply, messages = shared_kernel.execute(f"%agent mcp add shadow {command}")
+    # IPython's own UsageError: one line on stderr, no red traceback.
+    assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "UsageError"
+    line = printed(messages)
+    assert line.startswith("UsageError: ")
+    assert "'run_python' is offered by the kernel tools" in line and "--prefix" in line
     assert "No MCP servers" in shared_kernel.run("%agent mcp list")
 
     # With a prefix it is added, and a --kernel cell offers both, each under its own name.
