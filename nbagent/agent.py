@@ -388,6 +388,57 @@ class Agent:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    # -- over every row of a table (nbagent.batch) ----------------------------------
+
+    def map(self, rows: Any, prompt: str, **options: Any) -> Any:
+        """Run ``prompt`` once per row of ``rows``; a DataFrame of new columns, one row each.
+
+        Example::
+
+            out = agent.map(df, "Classify this ticket: {subject}\n{body}", output_type=Ticket)
+            df = df.join(out)
+
+        Each row is one full run (tools included) in a conversation of its own; its
+        ``{column}`` fields take the row's values. ``rows`` is a DataFrame, a list of
+        dicts or a list of strings (a string row is ``{text}``).
+
+        Options: ``output_type`` (one column per field, else ``output``),
+        ``concurrency=8`` (rows in flight; halves on 429s and grows back),
+        ``max_cost`` (USD: stop launching before the next row could pass it),
+        ``resume=True`` (rows the journal already has are not run again),
+        ``prefix=""`` (for the new columns' names), ``estimate=k`` (run k sample rows
+        and return an :class:`~nbagent.batch.Estimate` instead), ``rpm=``/``tpm=``,
+        ``progress`` (None: the surface's own, False: none), ``executor``; any other
+        keyword is a run setting (``max_rounds=2``, ``temperature=0``...).
+
+        The frame has the input's index and the columns ``error`` (None when the row
+        succeeded), ``cost`` (NaN when unknown), ``tokens``, ``rounds``, ``seconds``.
+        A kernel interrupt (or Ctrl-C) stops the batch and returns what finished.
+        """
+        from .batch import run_batch_sync
+
+        result = run_batch_sync(self, rows, prompt, **self._batch_options(options))
+        return result if options.get("estimate") is not None else result.frame
+
+    async def amap(self, rows: Any, prompt: str, **options: Any) -> Any:
+        """:meth:`map` on the current event loop (same options and result)."""
+        from .batch import run_batch
+
+        result = await run_batch(self, rows, prompt, **self._batch_options(options))
+        return result if options.get("estimate") is not None else result.frame
+
+    def _batch_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """``map``'s options for :mod:`nbagent.batch`: its own, the rest as run settings."""
+        own = {
+            "output_type", "concurrency", "max_cost", "resume", "prefix", "estimate", "rpm",
+            "tpm", "progress", "executor", "control",
+        }  # fmt: skip
+        batch = {k: v for k, v in options.items() if k in own}
+        batch["settings"] = {k: v for k, v in options.items() if k not in own}
+        batch["provider_options"] = self._provider_options
+        batch["rebuildable"] = not self._provider_object
+        return batch
+
 
 def _sources(tools: list[Any] | None) -> list[Any]:
     """The items that provide several tools and own resources (MCP servers)."""

@@ -1,0 +1,152 @@
+"""One row: a full agent run in a conversation of its own, turned into a row outcome.
+
+:func:`run_row` is the one place a row's run is started, so moving it onto another
+run API changes one function. The run has the agent's tools, system prompt and
+settings, and its events go to the agent's history like any other run's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..messages import Conversation
+from ..results import RunResult, stop_reason_words
+from ..run.loop import LoopSettings, Run
+from .executor import RowJob, RowOutcome
+
+if TYPE_CHECKING:
+    from ..providers import Provider
+    from ..store import Store
+    from ..tools import Tool
+
+__all__ = ["BatchAgent", "RowContext", "outcome_of", "run_row"]
+
+
+class BatchAgent(Protocol):
+    """What a batch needs of an agent (``nbagent.Agent`` is one; the batch sits below it)."""
+
+    model: str
+    settings: LoopSettings
+    store: Store | None
+
+    @property
+    def system(self) -> str | None: ...
+
+    @property
+    def tools(self) -> dict[str, Tool]: ...
+
+    @property
+    def provider(self) -> Provider: ...
+
+
+@dataclass
+class RowContext:
+    """What every row of one batch runs with."""
+
+    agent: BatchAgent
+    provider: Provider
+    tools: dict[str, Tool]
+    settings: LoopSettings
+    secrets: list[str]
+    provider_uses_http: bool = False
+    """True when the limits hold per HTTP request (else per row start)."""
+
+
+async def run_row(context: RowContext, prompt: str) -> tuple[RunResult | None, BaseException | None]:
+    """Run ``prompt`` in a new conversation; (the result, the error the run raised)."""
+    agent = context.agent
+    conversation = Conversation(system=agent.system)
+    writer = None
+    if agent.store is not None:
+        writer = agent.store.writer(conversation, secrets=context.secrets, provider=context.provider)
+    run = Run(
+        context.provider, conversation, prompt, context.tools, context.settings, model_label=agent.model
+    )
+    events = run.events()
+    error: BaseException | None = None
+    try:
+        async for event in events:
+            if writer is not None:
+                writer.on_event(event)  # the start, each round and the end, as any run
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the row failed; the batch goes on
+        error = exc
+    finally:
+        await events.aclose()
+        if writer is not None and run.result is not None:
+            writer.finish(run.result)
+    return run.result, error
+
+
+async def outcome_of(context: RowContext, job: RowJob, output_type: Any) -> RowOutcome:
+    """Run one row job and describe it for the journal and the frame."""
+    started = time.perf_counter()
+    result, error = await run_row(context, job.prompt)
+    seconds = time.perf_counter() - started
+    if result is None:
+        return RowOutcome(job.key, False, error=_error_text(None, error), seconds=seconds)
+    usage = result.usage
+    ok = error is None and result.stop_reason == "complete"
+    outcome = RowOutcome(
+        key=job.key,
+        ok=ok,
+        cost=usage.cost if usage.total_tokens else 0.0,
+        tokens=usage.total_tokens,
+        rounds=len(result.rounds),
+        seconds=seconds,
+        conversation_id=result.conversation_id,
+    )
+    if ok:
+        outcome.value = result.output
+        outcome.output_json = dump_output(result.output, output_type)
+    else:
+        outcome.error = _error_text(result, error)
+        outcome.result = result
+    return outcome
+
+
+def dump_output(value: Any, output_type: Any) -> str:
+    """The row's answer as JSON for the journal."""
+    if output_type is None:
+        return json.dumps(value, ensure_ascii=False)
+    import pydantic
+
+    return pydantic.TypeAdapter(output_type).dump_json(value).decode("utf-8")
+
+
+def load_output(text: str | None, output_type: Any) -> Any:
+    """The journaled answer back as the value a run would have returned."""
+    if text is None:
+        return None
+    if output_type is None:
+        return json.loads(text)
+    import pydantic
+
+    return pydantic.TypeAdapter(output_type).validate_json(text)
+
+
+def _error_text(result: RunResult | None, error: BaseException | None) -> str:
+    """Why a row failed, in one line: the run's error, or its stop reason and last failure."""
+    if error is not None:
+        text = str(error) or type(error).__name__
+        return f"{type(error).__name__}: {text}"[:500]
+    assert result is not None
+    why = stop_reason_words(result.stop_reason)
+    failures = [r for rnd in result.rounds for r in rnd.results if not r.ok]
+    if failures:
+        last = failures[-1]
+        why += f": {last.name} failed: {last.error or last.content}"
+    elif result.stop_reason == "output_invalid" and result.text:
+        why += f": the answer was {result.text[:200]!r}"
+    return why[:500]
+
+
+def nan_if_none(value: float | None) -> float:
+    """Cost as a float column value (NaN when unknown)."""
+    return math.nan if value is None else float(value)
