@@ -77,7 +77,8 @@ def build_frame(
         data["tokens"].append(outcome.tokens)
         data["rounds"].append(outcome.rounds)
         data["seconds"].append(outcome.seconds)
-    frame = pd.DataFrame({prefix + k: v for k, v in data.items()}, index=index)
-    frame[prefix + "error"] = frame[prefix + "error"].astype(object)
-    frame[prefix + "cost"] = frame[prefix + "cost"].astype(float)
-    return frame
+    columns: dict[str, Any] = {prefix + k: v for k, v in data.items()}
+    # object, so a successful row's error is None (not NaN, as a string dtype would make it)
+    columns[prefix + "error"] = pd.Series(data["error"], dtype=object, index=index)
+    columns[prefix + "cost"] = pd.Series(data["cost"], dtype=float, index=index)
+    return pd.DataFrame(columns, index=index)

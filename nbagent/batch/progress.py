@@ -122,7 +122,9 @@ class BatchStats:
         return " · ".join(parts)
 
     def cost_text(self) -> str:
-        cost = format_cost(self.cost) if self.cost_known else f"≥{format_cost(self.cost)}"
+        if not self.cost_known:
+            return f"≥{format_cost(self.cost)}" if self.cost else "cost unknown"
+        cost = format_cost(self.cost)
         projected = self.projected_cost
         if projected is not None and self.ended is None:
             cost += f" (projected {format_cost(projected)})"

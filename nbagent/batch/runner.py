@@ -124,7 +124,7 @@ async def run_batch(
         **{**agent.settings.__dict__, **dict(settings or {}), "output_type": output_type}
     )
     tools = agent.tools
-    _refuse_unapproved(tools, run_settings, provider_options)
+    _refuse_unapproved(tools, run_settings)
     session = BatchSession(
         agent, provider_options or {}, concurrency=concurrency, rebuildable=rebuildable
     )
@@ -208,17 +208,14 @@ def _pending(plan: _Plan, outcomes: Mapping[str, RowOutcome]) -> Iterator[RowJob
     return (job for key, job in plan.jobs.items() if key not in outcomes)
 
 
-def _refuse_unapproved(
-    tools: Mapping[str, Any], settings: LoopSettings, provider_options: Mapping[str, Any] | None
-) -> None:
+def _refuse_unapproved(tools: Mapping[str, Any], settings: LoopSettings) -> None:
     """Refuse, before any row, tools that need approval when no policy allows them."""
     needing = sorted(name for name, t in tools.items() if t.requires_approval)
     if not needing or settings.approver is not None:
         return
     from ..tools.approval import policy_approver
 
-    env = (provider_options or {}).get("env")
-    decide = policy_approver(env)
+    decide = policy_approver()  # the policy each row's run would apply
     refused = [
         name for name in needing if not decide(_NamedCall(name), tools[name])[0]
     ]
