@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
@@ -273,6 +274,11 @@ class AgentMagics(Magics):
     @argument(
         "--output-type", help="a type in the notebook: the result's output is validated to it"
     )
+    # -- %%agent --over (nbagent.batch): the prompt once per row of a DataFrame --------
+    @argument("--over", help="a DataFrame in the notebook: run the prompt once per row")
+    @argument("--into", default="_agent_map", help="variable receiving the --over result frame")
+    @argument("--concurrency", type=int, default=8, help="--over: rows in flight at most")
+    @argument("--max-cost", type=float, help="--over: USD cap; rows past it are not run")
     @cell_magic("agent")  # type: ignore[arg-type, unused-ignore]
     def agent_cell(self, line: str, cell: str) -> None:
         """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
@@ -282,6 +288,8 @@ class AgentMagics(Magics):
             raise UsageError(str(exc)) from None
         for name in ("model", "tools", "system", "out"):
             setattr(args, name, _unquote(getattr(args, name)))
+        if args.over is not None:
+            return self._agent_over(args, cell)
         overrides = self._overrides(args)
         if args.output_type:
             overrides["output_type"] = self._output_type(_unquote(args.output_type) or "")
@@ -322,6 +330,49 @@ class AgentMagics(Magics):
             self._store(args.out, agent.last_result)
             raise UsageError(f"the run failed: {exc}") from None
         self._store(args.out, result if result is not None else agent.last_result)
+
+    # -- %%agent --over df: one run per row (nbagent.batch) -----------------------------
+
+    COLUMN_FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)([^{}]*)\}(?!\})")
+    """A ``{name...}`` field (not ``{{escaped}}``); with --over, names of columns are the row's."""
+
+    def _agent_over(self, args: Any, cell: str) -> None:
+        """Run the cell's prompt over ``--over``'s rows; the frame lands in ``--into``."""
+        from .batch import BatchControl, summary_bundle
+
+        frame = self._ns.get(_unquote(args.over) or "")
+        if frame is None or not hasattr(frame, "columns"):
+            raise UsageError(f"--over {args.over!r}: no DataFrame of that name in the notebook.")
+        into = _unquote(args.into) or "_agent_map"
+        if not into.isidentifier() or keyword.iskeyword(into):
+            raise UsageError(f"--into {into!r} is not a valid variable name.")
+        if args.tools or args.new or args.kernel:
+            raise UsageError("--over runs each row on its own: --tools, --new and --kernel do not apply.")
+        options: dict[str, Any] = self._overrides(args)
+        if args.output_type:
+            options["output_type"] = self._output_type(_unquote(args.output_type) or "")
+        if args.max_cost is not None:
+            options["max_cost"] = args.max_cost
+        # Column fields are the rows' own: protect them from the notebook's {name} fields.
+        columns = {str(c) for c in frame.columns}
+        protected = self.COLUMN_FIELD.sub(
+            lambda m: "{" + m.group(0) + "}" if m.group(1) in columns else m.group(0), cell
+        )
+        prompt = interpolate_fields(protected, self._ns).text.strip()
+        if not prompt:
+            raise UsageError("%%agent --over: write the prompt in the cell body.")
+        agent = self.get_agent(args.model)
+        if args.system is not None:
+            agent.system = args.system
+        control = BatchControl()
+        try:
+            agent.map(frame, prompt, concurrency=args.concurrency, control=control, **options)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        if control.result is None:
+            return
+        self._ns[into] = control.result.frame
+        _display(summary_bundle(control.result, into))
 
     def _store(self, name: str, result: RunResult | None) -> None:
         if result is not None:

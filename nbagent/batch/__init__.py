@@ -20,6 +20,7 @@ from .estimate import Estimate
 from .executor import Executor, LocalExecutor, RowJob, RowOutcome
 from .progress import BatchStats, Display, NotebookDisplay, NullDisplay, TerminalLine
 from .runner import COST_CAP_ERROR, STOPPED_ERROR, BatchControl, BatchResult, run_batch
+from .summary import summary_bundle
 from .sync import run_batch_sync
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "TerminalLine",
     "run_batch",
     "run_batch_sync",
+    "summary_bundle",
 ]

@@ -45,6 +45,8 @@ class BatchControl:
 
     def __init__(self) -> None:
         self.stopped = False
+        self.result: BatchResult | None = None
+        """The batch's frame, counts and first failures, once it has returned."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Future[Any] | None = None
 
@@ -70,8 +72,8 @@ class BatchResult:
 
     frame: Any
     stats: BatchStats
-    failures: list[RowOutcome] = field(default_factory=list)
-    """The first failed rows, with their RunResult (rounds one click away)."""
+    failures: list[tuple[Any, RowOutcome]] = field(default_factory=list)
+    """The first failed rows as (index label, outcome with its RunResult), in input order."""
 
 
 @dataclass
@@ -189,7 +191,14 @@ async def run_batch(
         [outcomes.get(key) for key in plan.keys], table.index, output_type,
         prefix=prefix, not_run=not_run,
     )  # fmt: skip
-    return BatchResult(frame, stats, driver.failures)
+    failures = []
+    for label, key in zip(table.index, plan.keys, strict=True):
+        outcome = outcomes.get(key)
+        if outcome is not None and not outcome.ok and len(failures) < FAILURES_KEPT:
+            failures.append((label, outcome))
+    result = BatchResult(frame, stats, failures)
+    driver.control.result = result
+    return result
 
 
 def _plan(records: Any, prompt: str, identity: str) -> _Plan:
@@ -247,7 +256,7 @@ class BatchDriver:
     control: BatchControl
     executor: Executor
     outcomes: dict[str, RowOutcome]
-    failures: list[RowOutcome] = field(default_factory=list)
+    failures_kept: int = 0
     cost_capped: bool = False
     spent: float = 0.0
     priciest_row: float | None = None
@@ -333,8 +342,8 @@ class BatchDriver:
             self.spent += outcome.cost
             self.priciest_row = max(self.priciest_row or 0.0, outcome.cost)
         if not outcome.ok:
-            if len(self.failures) < FAILURES_KEPT:
-                self.failures.append(outcome)
+            if self.failures_kept < FAILURES_KEPT:
+                self.failures_kept += 1
             else:
                 outcome.result = None  # bounded memory: only the first failures keep rounds
         self.outcomes[outcome.key] = outcome
