@@ -391,7 +391,7 @@ class Agent:
     # -- over every row of a table (nbagent.batch) ----------------------------------
 
     def map(self, rows: Any, prompt: str, **options: Any) -> Any:
-        """Run ``prompt`` once per row of ``rows``; a DataFrame of new columns, one row each.
+        r"""Run ``prompt`` once per row of ``rows``; a DataFrame of new columns, one row each.
 
         Example::
 

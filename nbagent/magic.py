@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import keyword
-import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
@@ -333,46 +332,28 @@ class AgentMagics(Magics):
 
     # -- %%agent --over df: one run per row (nbagent.batch) -----------------------------
 
-    COLUMN_FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)([^{}]*)\}(?!\})")
-    """A ``{name...}`` field (not ``{{escaped}}``); with --over, names of columns are the row's."""
-
     def _agent_over(self, args: Any, cell: str) -> None:
         """Run the cell's prompt over ``--over``'s rows; the frame lands in ``--into``."""
-        from .batch import BatchControl, summary_bundle
+        from .batch.cell import protect_columns, run_over
 
-        frame = self._ns.get(_unquote(args.over) or "")
+        frame, into = self._ns.get(_unquote(args.over) or ""), _unquote(args.into) or ""
         if frame is None or not hasattr(frame, "columns"):
             raise UsageError(f"--over {args.over!r}: no DataFrame of that name in the notebook.")
-        into = _unquote(args.into) or "_agent_map"
         if not into.isidentifier() or keyword.iskeyword(into):
             raise UsageError(f"--into {into!r} is not a valid variable name.")
         if args.tools or args.new or args.kernel:
-            raise UsageError("--over runs each row on its own: --tools, --new and --kernel do not apply.")
-        options: dict[str, Any] = self._overrides(args)
+            raise UsageError("--over runs each row on its own: no --tools, --new or --kernel.")
+        options: dict[str, Any] = {**self._overrides(args), "max_cost": args.max_cost}
+        options["concurrency"] = args.concurrency
         if args.output_type:
             options["output_type"] = self._output_type(_unquote(args.output_type) or "")
-        if args.max_cost is not None:
-            options["max_cost"] = args.max_cost
-        # Column fields are the rows' own: protect them from the notebook's {name} fields.
-        columns = {str(c) for c in frame.columns}
-        protected = self.COLUMN_FIELD.sub(
-            lambda m: "{" + m.group(0) + "}" if m.group(1) in columns else m.group(0), cell
-        )
-        prompt = interpolate_fields(protected, self._ns).text.strip()
-        if not prompt:
-            raise UsageError("%%agent --over: write the prompt in the cell body.")
+        prompt = interpolate_fields(protect_columns(cell, frame.columns), self._ns).text.strip()
         agent = self.get_agent(args.model)
-        if args.system is not None:
-            agent.system = args.system
-        control = BatchControl()
-        try:
-            agent.map(frame, prompt, concurrency=args.concurrency, control=control, **options)
+        agent.system = agent.system if args.system is None else args.system
+        try:  # the frame lands in the notebook's namespace, then the summary shows
+            run_over(agent.map, frame, prompt, into=(self._ns, into), show=_display, **options)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-        if control.result is None:
-            return
-        self._ns[into] = control.result.frame
-        _display(summary_bundle(control.result, into))
 
     def _store(self, name: str, result: RunResult | None) -> None:
         if result is not None:

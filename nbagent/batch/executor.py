@@ -63,7 +63,9 @@ RowRunner = Callable[[RowJob], Awaitable[RowOutcome]]
 class Executor(Protocol):
     """Runs row jobs and yields their outcomes as they finish (any order)."""
 
-    def run(self, jobs: Iterator[RowJob], run_row: RowRunner, gate: Gate) -> AsyncIterator[RowOutcome]:
+    def run(
+        self, jobs: Iterator[RowJob], run_row: RowRunner, gate: Gate
+    ) -> AsyncIterator[RowOutcome]:
         """Launch jobs while ``gate`` allows; stop launching when it says no.
 
         Closing the iterator cancels the rows in flight. Jobs never launched are

@@ -1,4 +1,4 @@
-"""Live progress of a batch: the counts, and the surfaces that show them.
+r"""Live progress of a batch: the counts, and the surfaces that show them.
 
 :class:`BatchStats` is the state (done, failed, running, rows per second,
 tokens, cost so far and projected, ETA, the last errors). A display shows it:
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import html
+import importlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ class BatchStats:
 
     @property
     def elapsed(self) -> float:
+        """Seconds since the batch started (to its end once it ended)."""
         return (self.ended or time.monotonic()) - self.started
 
     @property
@@ -80,6 +82,7 @@ class BatchStats:
 
     @property
     def left(self) -> int:
+        """Rows still to run."""
         return max(0, self.total - self.from_journal - self.finished)
 
     @property
@@ -89,6 +92,7 @@ class BatchStats:
 
     @property
     def eta(self) -> float | None:
+        """Seconds until every row has run, at the rate so far."""
         rate = self.rate
         return self.left / rate if rate > 0 else None
 
@@ -122,6 +126,7 @@ class BatchStats:
         return " · ".join(parts)
 
     def cost_text(self) -> str:
+        """Cost so far (a lower bound when a price was unknown) and projected."""
         if not self.cost_known:
             return f"≥{format_cost(self.cost)}" if self.cost else "cost unknown"
         cost = format_cost(self.cost)
@@ -143,11 +148,14 @@ def _duration(seconds: float) -> str:
 class Display(Protocol):
     """Shows a batch's progress: ``start`` once, ``update`` often, ``finish`` once."""
 
-    def start(self, stats: BatchStats) -> None: ...
+    def start(self, stats: BatchStats) -> None:
+        """The batch starts."""
 
-    def update(self, stats: BatchStats) -> None: ...
+    def update(self, stats: BatchStats) -> None:
+        """A row finished (called from the thread that shows)."""
 
-    def finish(self, stats: BatchStats) -> None: ...
+    def finish(self, stats: BatchStats) -> None:
+        """The batch returned (stopped or not)."""
 
 
 class NullDisplay:
@@ -172,13 +180,16 @@ class _Throttled:
         self._last = -1e9
 
     def start(self, stats: BatchStats) -> None:
+        """Draw the first state."""
         self._draw(stats)
 
     def update(self, stats: BatchStats) -> None:
+        """Draw if ``interval`` passed since the last drawing."""
         if time.monotonic() - self._last >= self.interval:
             self._draw(stats)
 
     def finish(self, stats: BatchStats) -> None:
+        """Draw the final state, whatever the throttle held back."""
         if stats.ended is None:
             stats.ended = time.monotonic()
         self._draw(stats, final=True)
@@ -189,11 +200,12 @@ class _Throttled:
         self.draw(stats, final)
 
     def draw(self, stats: BatchStats, final: bool) -> None:
+        """Show ``stats`` (``final``: the batch has returned)."""
         raise NotImplementedError
 
 
 class TerminalLine(_Throttled):
-    """One progress line on ``file`` (stderr), redrawn with ``\\r``, ended at finish."""
+    """One progress line on ``file`` (stderr), redrawn with a carriage return."""
 
     def __init__(self, file: TextIO | None = None, *, interval: float = 0.2) -> None:
         super().__init__(interval)
@@ -201,6 +213,7 @@ class TerminalLine(_Throttled):
         self._width = 0
 
     def draw(self, stats: BatchStats, final: bool) -> None:
+        """Rewrite the line in place, padding over a longer previous one."""
         text = stats.line()
         pad = max(0, self._width - len(text))
         self._width = len(text)
@@ -216,13 +229,13 @@ class NotebookDisplay(_Throttled):
         self._handle: Any = None
 
     def draw(self, stats: BatchStats, final: bool) -> None:
-        from IPython.display import HTML, display
-
-        bundle = HTML(progress_html(stats, final))
+        """Show the panel (the first time) or update it in place."""
+        bundle = {"text/html": progress_html(stats, final), "text/plain": stats.line()}
         if self._handle is None:
-            self._handle = display(bundle, display_id=True)
+            ipython_display: Any = importlib.import_module("IPython.display")
+            self._handle = ipython_display.display(bundle, raw=True, display_id=True)
         else:
-            self._handle.update(bundle)
+            self._handle.update(bundle, raw=True)
 
 
 def progress_html(stats: BatchStats, final: bool = False) -> str:
@@ -240,7 +253,9 @@ def progress_html(stats: BatchStats, final: bool = False) -> str:
     ]
     if stats.last_errors:
         items = "".join(f"<li>{html.escape(e[:200])}</li>" for e in stats.last_errors)
-        rows.append(f'<ul class="nbagent-map-errors" style="color:#b91c1c;margin:2px 0">{items}</ul>')
+        rows.append(
+            f'<ul class="nbagent-map-errors" style="color:#b91c1c;margin:2px 0">{items}</ul>'
+        )
     if not final:
         rows.append(
             '<div style="color:#666">Interrupt the kernel (■) to stop: finished rows are '
@@ -265,9 +280,7 @@ def _in_notebook() -> bool:
     if shell_module is None:
         return False
     try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
+        shell = shell_module.get_ipython()
     except Exception:
         return False
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"

@@ -35,13 +35,16 @@ class BatchAgent(Protocol):
     store: Store | None
 
     @property
-    def system(self) -> str | None: ...
+    def system(self) -> str | None:
+        """The system prompt every row's conversation starts with."""
 
     @property
-    def tools(self) -> dict[str, Tool]: ...
+    def tools(self) -> dict[str, Tool]:
+        """The tools every row may call."""
 
     @property
-    def provider(self) -> Provider: ...
+    def provider(self) -> Provider:
+        """The model adapter (used as is when it is a provider object)."""
 
 
 @dataclass
@@ -57,15 +60,24 @@ class RowContext:
     """True when the limits hold per HTTP request (else per row start)."""
 
 
-async def run_row(context: RowContext, prompt: str) -> tuple[RunResult | None, BaseException | None]:
+async def run_row(
+    context: RowContext, prompt: str
+) -> tuple[RunResult | None, BaseException | None]:
     """Run ``prompt`` in a new conversation; (the result, the error the run raised)."""
     agent = context.agent
     conversation = Conversation(system=agent.system)
     writer = None
     if agent.store is not None:
-        writer = agent.store.writer(conversation, secrets=context.secrets, provider=context.provider)
+        writer = agent.store.writer(
+            conversation, secrets=context.secrets, provider=context.provider
+        )
     run = Run(
-        context.provider, conversation, prompt, context.tools, context.settings, model_label=agent.model
+        context.provider,
+        conversation,
+        prompt,
+        context.tools,
+        context.settings,
+        model_label=agent.model,
     )
     events = run.events()
     error: BaseException | None = None

@@ -46,17 +46,16 @@ def read_rows(rows: Any) -> Rows:
             f"rows must be a pandas DataFrame, a list of dicts or a list of strings, "
             f"not {type(rows).__name__}"
         )
-    items = list(rows)
-    records: list[Mapping[str, Any]] = []
-    for number, item in enumerate(items):
+    dicts: list[Mapping[str, Any]] = []
+    for number, item in enumerate(rows):
         if isinstance(item, str):
-            records.append({"text": item})
+            dicts.append({"text": item})
         elif isinstance(item, Mapping):
-            records.append({str(k): v for k, v in item.items()})
+            dicts.append({str(k): v for k, v in item.items()})
         else:
             raise ConfigError(f"row {number} is a {type(item).__name__}: use dicts or strings")
-    columns = list(dict.fromkeys(k for r in records for k in r))
-    return Rows(records, range(len(records)), columns)
+    columns = list(dict.fromkeys(k for r in dicts for k in r))
+    return Rows(dicts, range(len(dicts)), columns)
 
 
 def prompt_fields(template: str) -> list[str]:
@@ -64,7 +63,9 @@ def prompt_fields(template: str) -> list[str]:
     try:
         parsed = list(_FORMATTER.parse(template))
     except ValueError as exc:
-        raise ConfigError(f"the prompt is not a valid template ({exc}); write {{{{ for a brace")
+        raise ConfigError(
+            f"the prompt is not a valid template ({exc}); write {{{{ for a brace"
+        ) from None
     names = []
     for _literal, field, _spec, _conversion in parsed:
         if field is None:

@@ -19,14 +19,13 @@ from typing import Any
 from ..errors import ConfigError
 from ..run.loop import LoopSettings
 from .executor import Executor, LocalExecutor, RowJob, RowOutcome
+from .frame import build_frame, check_clashes
 from .keys import batch_identity, row_key
 from .limits import AdaptiveConcurrency, HttpLimits, RequestRate
 from .progress import BatchStats, Display, choose_display
 from .row import BatchAgent, RowContext, load_output, outcome_of
 from .rows import check_fields, fill_prompt, prompt_fields, read_rows
-from .frame import build_frame, check_clashes
 from .session import BatchSession
-
 
 __all__ = ["BatchControl", "BatchResult", "run_batch"]
 
@@ -191,7 +190,7 @@ async def run_batch(
         [outcomes.get(key) for key in plan.keys], table.index, output_type,
         prefix=prefix, not_run=not_run,
     )  # fmt: skip
-    failures = []
+    failures: list[tuple[Any, RowOutcome]] = []
     for label, key in zip(table.index, plan.keys, strict=True):
         outcome = outcomes.get(key)
         if outcome is not None and not outcome.ok and len(failures) < FAILURES_KEPT:
@@ -225,9 +224,7 @@ def _refuse_unapproved(tools: Mapping[str, Any], settings: LoopSettings) -> None
     from ..tools.approval import policy_approver
 
     decide = policy_approver()  # the policy each row's run would apply
-    refused = [
-        name for name in needing if not decide(_NamedCall(name), tools[name])[0]
-    ]
+    refused = [name for name in needing if not decide(_NamedCall(name), tools[name])[0]]
     if refused:
         raise ConfigError(
             f"tool(s) {', '.join(refused)} need approval, and a batch cannot ask about every "
@@ -334,8 +331,15 @@ class BatchDriver:
 
             self.journal.save(
                 JournalRow(
-                    outcome.key, outcome.ok, outcome.output_json, outcome.error, outcome.cost,
-                    outcome.tokens, outcome.rounds, outcome.seconds, outcome.conversation_id,
+                    outcome.key,
+                    outcome.ok,
+                    outcome.output_json,
+                    outcome.error,
+                    outcome.cost,
+                    outcome.tokens,
+                    outcome.rounds,
+                    outcome.seconds,
+                    outcome.conversation_id,
                 )  # fmt: skip
             )
         if outcome.cost is not None and not math.isnan(outcome.cost):

@@ -81,4 +81,3 @@ class BatchSession:
         if self._shared_client is not None and self._saved_hooks is not None:
             self._shared_client.event_hooks = self._saved_hooks
             self._saved_hooks = None
-

@@ -62,7 +62,9 @@ def counting() -> Iterator[Callable[..., CountingServer]]:
     """Start CountingServers for a test (closed after it)."""
     servers: list[CountingServer] = []
 
-    def start(script: Callable[[str, dict[str, Any]], Answer | Reply], delay: float = 0.0) -> CountingServer:
+    def start(
+        script: Callable[[str, dict[str, Any]], Answer | Reply], delay: float = 0.0
+    ) -> CountingServer:
         responder = model(script)
 
         def respond(request: RecordedRequest) -> Reply:

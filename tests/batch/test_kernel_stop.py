@@ -14,7 +14,7 @@ from tests.support.kernel import Kernel, displays, kernel_environment
 
 pytestmark = pytest.mark.kernel
 
-SETUP = '''
+SETUP = """
 %load_ext nbagent
 import pandas as pd
 import nbagent
@@ -26,7 +26,7 @@ model = ScriptedModel(
 )
 nbagent.magic.use(nbagent.Agent(model, tools=[]))
 tickets = pd.DataFrame({"subject": [f"ticket {i}" for i in range(300)]})
-'''
+"""
 
 
 @pytest.fixture

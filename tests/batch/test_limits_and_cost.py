@@ -21,7 +21,9 @@ def echo(prompt: str, body: dict) -> Answer:
 
 
 @pytest.mark.parametrize("concurrency", [1, 3, 8])
-def test_a_server_counting_open_requests_never_sees_more_than_the_limit(counting, tmp_path, concurrency):
+def test_a_server_counting_open_requests_never_sees_more_than_the_limit(
+    counting, tmp_path, concurrency
+):
     server = counting(echo, delay=0.02)
     agent = http_agent("openai:gpt-test", server, tools=[], store=tmp_path / "h.db")
     out = agent.map(ROWS, "row {n}", concurrency=concurrency, progress=False)
@@ -36,7 +38,9 @@ def test_a_429_storm_delays_rows_but_fails_none(counting, tmp_path):
     def script(prompt: str, body: dict):
         if storm["left"] > 0:
             storm["left"] -= 1
-            return Reply(429, {"error": {"message": "rate limited"}}, headers={"retry-after": "0.05"})
+            return Reply(
+                429, {"error": {"message": "rate limited"}}, headers={"retry-after": "0.05"}
+            )
         return Answer(f"done {prompt}")
 
     server = counting(script, delay=0.01)
@@ -126,7 +130,10 @@ def test_tools_needing_approval_are_refused_before_the_first_row(counting, tmp_p
     monkeypatch.setenv("NBAGENT_APPROVAL", "allow:delete")
     assert agent.map(ROWS.head(2), "row {n}", progress=False)["error"].isna().all()
     allowed = http_agent(
-        "openai:gpt-test", server, tools=[delete], store=tmp_path / "h.db",
+        "openai:gpt-test",
+        server,
+        tools=[delete],
+        store=tmp_path / "h.db",
         approver=lambda call, tool: True,
     )
     monkeypatch.delenv("NBAGENT_APPROVAL")

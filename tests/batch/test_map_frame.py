@@ -33,7 +33,9 @@ TICKETS = pd.DataFrame(
 
 def classify(prompt: str, body: dict) -> Answer:
     category = "billing" if "Refund" in prompt else "bug" if "crash" in prompt else "praise"
-    return Answer(json.dumps({"category": category, "urgent": category == "bug", "score": len(prompt)}))
+    return Answer(
+        json.dumps({"category": category, "urgent": category == "bug", "score": len(prompt)})
+    )
 
 
 def test_typed_columns_keep_the_index_and_add_only_new_columns(counting, tmp_path):
@@ -41,7 +43,16 @@ def test_typed_columns_keep_the_index_and_add_only_new_columns(counting, tmp_pat
     agent = http_agent("openai:gpt-test", server, tools=[], store=tmp_path / "h.db")
     out = agent.map(TICKETS, "Classify: {subject}\n{body}", output_type=Ticket, progress=False)
     assert list(out.index) == ["t1", "t2", "t3", "t4"] and out.index.name == "ticket"
-    assert list(out.columns) == ["category", "urgent", "score", "error", "cost", "tokens", "rounds", "seconds"]
+    assert list(out.columns) == [
+        "category",
+        "urgent",
+        "score",
+        "error",
+        "cost",
+        "tokens",
+        "rounds",
+        "seconds",
+    ]
     assert list(out["category"]) == ["billing", "bug", "praise", "bug"]
     assert out["urgent"].dtype == bool and out["score"].dtype.kind == "i"
     assert out["error"].isna().all() and out["cost"].isna().all()  # gpt-test has no price
@@ -49,7 +60,8 @@ def test_typed_columns_keep_the_index_and_add_only_new_columns(counting, tmp_pat
     # Each request carried the row's own values and the structured-output schema.
     bodies = server.bodies()
     assert {b["messages"][-1]["content"] for b in bodies} == {
-        "Classify: Refund please\nI was charged twice", "Classify: App crashes\nOn start",
+        "Classify: Refund please\nI was charged twice",
+        "Classify: App crashes\nOn start",
         "Classify: Love it\nGreat app",
     }
     assert all(b["response_format"]["json_schema"]["name"] == "Ticket" for b in bodies)
@@ -129,24 +141,43 @@ def test_one_bad_row_never_stops_the_batch(counting, tmp_path):
     def script(prompt: str, body: dict) -> Answer:
         word = prompt.split()[-1]
         if body["messages"][-1]["role"] == "tool":
-            return Answer(json.dumps({"category": body["messages"][-1]["content"], "urgent": False, "score": 1}))
+            return Answer(
+                json.dumps(
+                    {"category": body["messages"][-1]["content"], "urgent": False, "score": 1}
+                )
+            )
         if word == "invalid":
             return Answer("not json at all")
         if word == "refused":
-            return Reply(400, {"error": {"message": "content refused by policy", "type": "invalid_request_error"}})
+            return Reply(
+                400,
+                {
+                    "error": {
+                        "message": "content refused by policy",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
         return Answer("", [("lookup", {"key": word})])
 
     server = counting(script)
 
     agent = http_agent(
-        "openai:gpt-test", server, tools=[lookup], store=tmp_path / "h.db",
-        max_consecutive_errors=1, max_retries=0,
+        "openai:gpt-test",
+        server,
+        tools=[lookup],
+        store=tmp_path / "h.db",
+        max_consecutive_errors=1,
+        max_retries=0,
     )
     rows = pd.DataFrame({"word": ["ok", "boom", "invalid", "fine", "refused"]})
     out = agent.map(rows, "Look up {word}", output_type=Ticket, progress=False)
     assert list(out["category"])[0] == "okok" and list(out["category"])[3] == "finefine"
     assert out.loc[0, "error"] is None and out.loc[3, "error"] is None
-    assert "lookup failed" in out.loc[1, "error"] and "the lookup service is down" in out.loc[1, "error"]
+    assert (
+        "lookup failed" in out.loc[1, "error"]
+        and "the lookup service is down" in out.loc[1, "error"]
+    )
     assert out.loc[2, "error"].startswith("output invalid")
     assert "content refused by policy" in out.loc[4, "error"] and "400" in out.loc[4, "error"]
     assert math.isnan(out.loc[1, "cost"]) and pd.isna(out.loc[1, "category"])

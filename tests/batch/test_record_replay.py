@@ -34,8 +34,12 @@ def test_a_recorded_batch_replays_the_same_frame(counting, tmp_path):
     server.close()  # nothing to answer from now on
 
     replayed_agent = Agent(
-        "openai:gpt-test", base_url="http://127.0.0.1:9/v1", env={}, tools=[double],
-        store=tmp_path / "b.db", replay=recording,
+        "openai:gpt-test",
+        base_url="http://127.0.0.1:9/v1",
+        env={},
+        tools=[double],
+        store=tmp_path / "b.db",
+        replay=recording,
     )
     replayed = replayed_agent.map(rows, "Double {n}", concurrency=8, progress=False)
     assert list(replayed["output"]) == [f"twice is {2 * n}" for n in range(16)]

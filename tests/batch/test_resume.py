@@ -1,4 +1,4 @@
-"""Resume without setup: every finished row is journaled at once; the same call runs only the rest."""
+"""Resume without setup: each finished row is journaled at once; the same call runs the rest."""
 
 from __future__ import annotations
 
@@ -103,8 +103,11 @@ def test_kill_9_mid_batch_then_the_same_call_pays_no_finished_row_twice(counting
     asked_before = server.count
 
     second = subprocess.run(
-        [sys.executable, str(script), server.url, str(store)], env=env, capture_output=True,
-        text=True, timeout=120,
+        [sys.executable, str(script), server.url, str(store)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert "ERRORS 0" in second.stdout, second.stderr
     twice = [prompt for prompt, n in server.prompts.items() if n > 1]
@@ -112,5 +115,7 @@ def test_kill_9_mid_batch_then_the_same_call_pays_no_finished_row_twice(counting
     assert len(twice) <= 4
     assert server.count == 40 + len(twice)
     assert len({key for key, ok in journal(store) if ok}) == 40
-    print(f"requests before kill {asked_before}, journaled {len(journaled_at_kill)}, "
-          f"after resume {server.count}, asked twice {len(twice)}")
+    print(
+        f"requests before kill {asked_before}, journaled {len(journaled_at_kill)}, "
+        f"after resume {server.count}, asked twice {len(twice)}"
+    )

@@ -33,7 +33,9 @@ def answer(body: dict[str, Any]) -> str:
 
 
 REPLIES = {
-    "anthropic:claude-test": lambda body: Anthropic.stream("", [("toolu_1", "final_answer", answer(body))]),
+    "anthropic:claude-test": lambda body: Anthropic.stream(
+        "", [("toolu_1", "final_answer", answer(body))]
+    ),
     "gemini:gemini-test": lambda body: Gemini.text_stream(answer(body)),
     "ollama:qwen3": lambda body: Reply.ndjson([*Ollama.text_chunks(answer(body)), Ollama.done()]),
     "openai:gpt-test": None,  # covered in test_map_frame with the full column check
