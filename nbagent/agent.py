@@ -408,7 +408,8 @@ class Agent:
         ``resume=True`` (rows the journal already has are not run again),
         ``prefix=""`` (for the new columns' names), ``estimate=k`` (run k sample rows
         and return an :class:`~nbagent.batch.Estimate` instead), ``rpm=``/``tpm=``,
-        ``progress`` (None: the surface's own, False: none), ``executor``; any other
+        ``progress`` (None: the surface's own, False: none), ``history=False`` (keep
+        only the journal, not each row's conversation), ``executor``; any other
         keyword is a run setting (``max_rounds=2``, ``temperature=0``...).
 
         The frame has the input's index and the columns ``error`` (None when the row
@@ -431,7 +432,7 @@ class Agent:
         """``map``'s options for :mod:`nbagent.batch`: its own, the rest as run settings."""
         own = {
             "output_type", "concurrency", "max_cost", "resume", "prefix", "estimate", "rpm",
-            "tpm", "progress", "executor", "control",
+            "tpm", "progress", "history", "executor", "control",
         }  # fmt: skip
         batch = {k: v for k, v in options.items() if k in own}
         batch["settings"] = {k: v for k, v in options.items() if k not in own}

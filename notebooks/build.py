@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from batch_cells import BATCH
 
 NOTEBOOKS = Path(__file__).resolve().parent
 ROOT = NOTEBOOKS.parent
@@ -1228,6 +1229,7 @@ ALL = {
     "05_chat_widget.ipynb": CHAT,
     "06_kernel_agent.ipynb": KERNEL,
     "07_mcp_and_typed_output.ipynb": MCP_AND_TYPED,
+    "08_batch.ipynb": BATCH,
 }
 
 

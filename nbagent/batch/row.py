@@ -58,6 +58,8 @@ class RowContext:
     secrets: list[str]
     provider_uses_http: bool = False
     """True when the limits hold per HTTP request (else per row start)."""
+    history: bool = True
+    """Write each row's conversation to the agent's history (the journal is written anyway)."""
 
 
 async def run_row(
@@ -67,7 +69,7 @@ async def run_row(
     agent = context.agent
     conversation = Conversation(system=agent.system)
     writer = None
-    if agent.store is not None:
+    if agent.store is not None and context.history:
         writer = agent.store.writer(
             conversation, secrets=context.secrets, provider=context.provider
         )
@@ -82,9 +84,8 @@ async def run_row(
     events = run.events()
     error: BaseException | None = None
     try:
-        async for event in events:
-            if writer is not None:
-                writer.on_event(event)  # the start, each round and the end, as any run
+        async for _event in events:
+            pass  # a row shows no live events; its history is saved whole when it ends
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # the row failed; the batch goes on
@@ -92,6 +93,8 @@ async def run_row(
     finally:
         await events.aclose()
         if writer is not None and run.result is not None:
+            # One transaction per row (a chat saves each round as it ends): a row cut
+            # short by a crash is run again from the journal anyway.
             writer.finish(run.result)
     return run.result, error
 

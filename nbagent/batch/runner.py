@@ -99,6 +99,7 @@ async def run_batch(
     rpm: float | None = None,
     tpm: float | None = None,
     progress: bool | Display | None = None,
+    history: bool = True,
     executor: Executor | None = None,
     control: BatchControl | None = None,
     provider_options: Mapping[str, Any] | None = None,
@@ -160,8 +161,9 @@ async def run_batch(
     limit = AdaptiveConcurrency(concurrency)
     rate = RequestRate(rpm, tpm)
     context = RowContext(
-        agent, provider, tools, run_settings, session.secrets, provider_uses_http=session.observed
-    )
+        agent, provider, tools, run_settings, session.secrets,
+        provider_uses_http=session.observed, history=history,
+    )  # fmt: skip
     driver = BatchDriver(
         context=context,
         output_type=output_type,

@@ -119,3 +119,23 @@ def test_kill_9_mid_batch_then_the_same_call_pays_no_finished_row_twice(counting
         f"requests before kill {asked_before}, journaled {len(journaled_at_kill)}, "
         f"after resume {server.count}, asked twice {len(twice)}"
     )
+
+
+def test_rows_are_conversations_in_the_history_unless_history_is_off(counting, tmp_path):
+    server = counting(echo)
+    agent = http_agent("openai:gpt-test", server, tools=[], store=tmp_path / "h.db")
+    out = agent.map(ROWS.head(3), "row {n}", progress=False)
+    db = sqlite3.connect(tmp_path / "h.db")
+    saved = db.execute(
+        "SELECT c.id, m.content FROM conversations c JOIN messages m ON m.conversation_id = c.id"
+        " WHERE m.role = 'assistant' ORDER BY m.content"
+    ).fetchall()
+    db.close()
+    assert [content for _, content in saved] == ["done row 0", "done row 1", "done row 2"]
+    lean = http_agent("openai:gpt-test", server, tools=[], store=tmp_path / "lean.db")
+    lean.map(ROWS.head(3), "row {n}", history=False, progress=False)
+    db = sqlite3.connect(tmp_path / "lean.db")
+    assert db.execute("SELECT count(*) FROM conversations").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM batch_rows WHERE ok = 1").fetchone() == (3,)
+    db.close()
+    assert out["error"].isna().all()
