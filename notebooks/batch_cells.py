@@ -155,8 +155,9 @@ print(out.drop(columns=["seconds", "cost"]).to_string())
 tickets.join(out[["category", "priority"]])
 """),
     md("""
-The 3 sample rows of the estimate came from the journal; only the other 5 were asked
-(two model requests each: the tool round, then the answer):
+The estimate's sample rows were not paid twice: the progress line says
+"2 from journal" (the third sample row was T-106, which failed, and failed rows run
+again). The model counts every request it got:
 """),
     code(
         """
@@ -188,6 +189,7 @@ print(again.loc["T-106", ["category", "priority", "summary"]].tolist())
 over the frame (its `{column}` fields take each row's values; other `{name}` fields
 come from the notebook as usual) and ends with a summary panel: rows done and
 failed, cost, time, and the first failures with their round panels one click away.
+The prompt and rows are the ones above, so every row comes from the journal.
 """),
     code("""
 nbagent.magic.use(agent)
