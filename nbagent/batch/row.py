@@ -8,7 +8,9 @@ settings, and its events go to the agent's history like any other run's.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -24,7 +26,31 @@ if TYPE_CHECKING:
     from ..store import Store
     from ..tools import Tool
 
-__all__ = ["BatchAgent", "RowContext", "outcome_of", "run_row"]
+__all__ = ["BatchAgent", "RowContext", "outcome_of", "quiet_row_warnings", "run_row"]
+
+_IN_ROW: contextvars.ContextVar[bool] = contextvars.ContextVar("nbagent_batch_row", default=False)
+
+
+class _RowWarnings(logging.Filter):
+    """Keeps a row's loop warnings out of the output: its ``error`` column says why.
+
+    5,000 failing rows would otherwise print 5,000 lines under the progress panel.
+    Errors still pass, and everything does when nbagent's logging is turned up
+    (``NBAGENT_LOG=info`` or ``debug``).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _IN_ROW.get() or record.levelno >= logging.ERROR:
+            return True
+        return logging.getLogger("nbagent").isEnabledFor(logging.INFO)
+
+
+_ROW_WARNINGS = _RowWarnings()
+
+
+def quiet_row_warnings() -> None:
+    """Install the filter on the ``nbagent`` logger (once; it only acts inside rows)."""
+    logging.getLogger("nbagent").addFilter(_ROW_WARNINGS)
 
 
 class BatchAgent(Protocol):
@@ -67,6 +93,7 @@ async def run_row(
 ) -> tuple[RunResult | None, BaseException | None]:
     """Run ``prompt`` in a new conversation; (the result, the error the run raised)."""
     agent = context.agent
+    _IN_ROW.set(True)  # this row's task (and the run it starts) log quietly
     conversation = Conversation(system=agent.system)
     writer = None
     if agent.store is not None and context.history:

@@ -23,7 +23,7 @@ from .frame import build_frame, check_clashes
 from .keys import batch_identity, row_key
 from .limits import AdaptiveConcurrency, HttpLimits, RequestRate
 from .progress import BatchStats, Display, choose_display
-from .row import BatchAgent, RowContext, load_output, outcome_of
+from .row import BatchAgent, RowContext, load_output, outcome_of, quiet_row_warnings
 from .rows import check_fields, fill_prompt, prompt_fields, read_rows
 from .session import BatchSession
 
@@ -119,6 +119,7 @@ async def run_batch(
             f"Agent.map got unknown option(s) {', '.join(sorted(unknown))}; run settings are "
             f"{', '.join(sorted(_RUN_SETTINGS))}"
         )
+    quiet_row_warnings()
     table = read_rows(rows)
     check_fields(prompt_fields(prompt), table.columns)
     check_clashes(table.columns, output_type, prefix)

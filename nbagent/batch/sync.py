@@ -49,22 +49,24 @@ def run_batch_sync(agent: BatchAgent, rows: Any, prompt: str, **options: Any) ->
     interval = getattr(display, "interval", 0.2)
     try:
         while True:
+            # The interrupt may land anywhere in here (waiting or drawing): either way
+            # it stops the batch, which then returns what finished.
             try:
-                result = future.result(timeout=interval)
-                break
-            except concurrent.futures.TimeoutError:
-                pass
+                try:
+                    result = future.result(timeout=interval)
+                    break
+                except concurrent.futures.TimeoutError:
+                    pass
+                if relay.stats is not None:
+                    if not started:
+                        display.start(relay.stats)
+                        started = True
+                    display.update(relay.stats)
             except KeyboardInterrupt:
-                if control.stopped:
+                if control.stopped:  # a second interrupt: give up waiting
                     future.cancel()
                     raise
-                control.stop()  # the batch returns what finished
-                continue
-            if relay.stats is not None:
-                if not started:
-                    display.start(relay.stats)
-                    started = True
-                display.update(relay.stats)
+                control.stop()
     finally:
         if relay.stats is not None and future.done() and not future.cancelled():
             if not started:
