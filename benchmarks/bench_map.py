@@ -6,13 +6,14 @@ The server is tests/support/servers.py's WireServer in a process of its own (so 
 never competes with the client for the GIL), answering every Chat Completions
 request at once, streamed as SSE. Measured in one run:
 
-1. ``--rows`` single-round rows at concurrency 32: ``Agent.amap`` (history and
-   journal on, as a user gets it) against a hand-written ``asyncio`` + ``httpx``
-   loop sending the same requests with the same concurrency and reading each SSE
-   stream to its end (the baseline). Goal: at most 1.3x. Then, when a venv with
-   litellm exists (``--venv``; ``pip install litellm`` in it), litellm's
-   ``batch_completion`` with 32 workers against the same server (LOTUS's
-   ``sem_map`` calls it underneath); goal: nbagent faster.
+1. ``--rows`` single-round rows at concurrency 32: ``Agent.amap`` (journal on, failed
+   rows' conversations in the history: the defaults) against a hand-written
+   ``asyncio`` + ``httpx`` loop sending the same requests with the same concurrency
+   and reading each SSE stream to its end (the baseline); also with
+   ``history=True`` (every row's conversation written) and with no store at all.
+   Goal: at most 1.3x. Then, when a venv with litellm exists (``--venv``; ``pip
+   install litellm`` in it), litellm's ``batch_completion`` with 32 workers against
+   the same server (LOTUS's ``sem_map`` calls it underneath); goal: nbagent faster.
 2. Throughput with 2 tool rounds per row (rows per second, at concurrency 32).
 3. ``--big`` rows on an instant in-process model (no HTTP): RSS sampled during the run
    (goal: flat within ~100 MB), then the same call again with every row in the
@@ -147,7 +148,7 @@ def line(label: str, took: float, rows: int, base: float) -> None:
 
 
 async def nbagent_map(
-    url: str, frame: pd.DataFrame, store: Any, tools: list[Any] = (), history: bool = True
+    url: str, frame: pd.DataFrame, store: Any, tools: list[Any] = (), history: Any = "failed"
 ) -> float:
     agent = Agent(
         "openai:gpt-bench", base_url=url, api_key="sk-bench", env={}, tools=list(tools), store=store
@@ -240,7 +241,9 @@ async def big_run(rows: int, store: Path) -> tuple[list[tuple[int, float]], floa
     frame = pd.DataFrame({"text": [f"row {i}" for i in range(rows)]})
     sampler = Sampler()
     started = time.perf_counter()
-    await agent.amap(frame, "Classify: {text}", concurrency=CONCURRENCY, progress=sampler)
+    await agent.amap(
+        frame, "Classify: {text}", concurrency=CONCURRENCY, progress=sampler, history=True
+    )
     took = time.perf_counter() - started
     asked = Instant.asked
     again = Agent(Instant(), tools=[], store=store)
@@ -302,8 +305,8 @@ def main() -> None:
         for rep in range(args.reps):
             times["raw"].append(asyncio.run(raw_loop(url, prompts)))
             times["ours"].append(asyncio.run(nbagent_map(url, frame, folder / f"h1-{rep}.db")))
-            lean_db = folder / f"h1b-{rep}.db"
-            times["lean"].append(asyncio.run(nbagent_map(url, frame, lean_db, history=False)))
+            every_db = folder / f"h1b-{rep}.db"
+            times["lean"].append(asyncio.run(nbagent_map(url, frame, every_db, history=True)))
             times["bare"].append(asyncio.run(nbagent_map(url, frame, None)))
         raw, ours, lean, bare = (
             statistics.median(times[k]) for k in ("raw", "ours", "lean", "bare")
@@ -314,7 +317,7 @@ def main() -> None:
         )
         line("raw asyncio+httpx (baseline)", raw, args.rows, raw)
         line("nbagent map (goal <= 1.3x)", ours, args.rows, raw)
-        line("  history=False (journal only)", lean, args.rows, raw)
+        line("  history=True (every row's run)", lean, args.rows, raw)
         line("  store=None (no journal)", bare, args.rows, raw)
         if not args.skip_litellm:
             measured = litellm_batch(args.venv, url, args.rows)
@@ -348,7 +351,7 @@ def main() -> None:
     first = samples[1][1] if len(samples) > 1 else samples[0][1]
     peak = max(mb for _, mb in samples)
     print(
-        f"\n3. {args.big:,} rows on an instant in-process model, history and journal on: "
+        f"\n3. {args.big:,} rows on an instant in-process model, history=True: "
         f"{took:.1f} s ({args.big / took:.0f} rows/s)"
     )
     print(

@@ -408,8 +408,9 @@ class Agent:
         ``resume=True`` (rows the journal already has are not run again),
         ``prefix=""`` (for the new columns' names), ``estimate=k`` (run k sample rows
         and return an :class:`~nbagent.batch.Estimate` instead), ``rpm=``/``tpm=``,
-        ``progress`` (None: the surface's own, False: none), ``history=False`` (keep
-        only the journal, not each row's conversation), ``executor``; any other
+        ``progress`` (None: the surface's own, False: none), ``history`` (which rows'
+        conversations go to the history: ``"failed"``, True for all, False for none; the
+        journal is kept regardless), ``executor``; any other
         keyword is a run setting (``max_rounds=2``, ``temperature=0``...).
 
         The frame has the input's index and the columns ``error`` (None when the row

@@ -2,7 +2,8 @@
 
 :func:`run_row` is the one place a row's run is started, so moving it onto another
 run API changes one function. The run has the agent's tools, system prompt and
-settings, and its events go to the agent's history like any other run's.
+settings; by default the conversations of failed rows go to the agent's history
+(``history=True``: every row's), so their rounds can be reopened after a restart.
 """
 
 from __future__ import annotations
@@ -84,8 +85,10 @@ class RowContext:
     secrets: list[str]
     provider_uses_http: bool = False
     """True when the limits hold per HTTP request (else per row start)."""
-    history: bool = True
-    """Write each row's conversation to the agent's history (the journal is written anyway)."""
+    history: bool | str = "failed"
+    """Which rows' conversations go to the agent's history: True (all), ``"failed"``
+    (the failed ones, to reopen their rounds later) or False (none). The journal is
+    written whatever this says."""
 
 
 async def run_row(
@@ -95,11 +98,6 @@ async def run_row(
     agent = context.agent
     _IN_ROW.set(True)  # this row's task (and the run it starts) log quietly
     conversation = Conversation(system=agent.system)
-    writer = None
-    if agent.store is not None and context.history:
-        writer = agent.store.writer(
-            conversation, secrets=context.secrets, provider=context.provider
-        )
     run = Run(
         context.provider,
         conversation,
@@ -114,16 +112,31 @@ async def run_row(
         async for _event in events:
             pass  # a row shows no live events; its history is saved whole when it ends
     except asyncio.CancelledError:
+        _save_history(context, run, stopped=True)
         raise
     except Exception as exc:  # the row failed; the batch goes on
         error = exc
     finally:
         await events.aclose()
-        if writer is not None and run.result is not None:
-            # One transaction per row (a chat saves each round as it ends): a row cut
-            # short by a crash is run again from the journal anyway.
-            writer.finish(run.result)
+    _save_history(context, run, stopped=error is not None)
     return run.result, error
+
+
+def _save_history(context: RowContext, run: Run, *, stopped: bool) -> None:
+    """Write the row's conversation when ``context.history`` asks for it.
+
+    One transaction per row (a chat saves each round as it ends; a row cut short by
+    a crash runs again from the journal anyway), on the event loop: a worker thread
+    measured slower, the writes then fighting the loop for the GIL.
+    """
+    result, store = run.result, context.agent.store
+    if result is None or store is None or context.history is False:
+        return
+    failed = stopped or result.stop_reason != "complete"
+    if context.history == "failed" and not failed:
+        return
+    writer = store.writer(run.conversation, secrets=context.secrets, provider=context.provider)
+    writer.finish(result)
 
 
 async def outcome_of(context: RowContext, job: RowJob, output_type: Any) -> RowOutcome:

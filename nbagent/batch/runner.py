@@ -99,7 +99,7 @@ async def run_batch(
     rpm: float | None = None,
     tpm: float | None = None,
     progress: bool | Display | None = None,
-    history: bool = True,
+    history: bool | str = "failed",
     executor: Executor | None = None,
     control: BatchControl | None = None,
     provider_options: Mapping[str, Any] | None = None,
@@ -111,6 +111,8 @@ async def run_batch(
     Returns a :class:`BatchResult`, or with ``estimate=k`` an
     :class:`~nbagent.batch.estimate.Estimate`.
     """
+    if history not in (True, False, "failed"):
+        raise ConfigError(f"history= takes True, False or 'failed', not {history!r}")
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
     unknown = set(settings or {}) - _RUN_SETTINGS

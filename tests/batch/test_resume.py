@@ -121,21 +121,39 @@ def test_kill_9_mid_batch_then_the_same_call_pays_no_finished_row_twice(counting
     )
 
 
-def test_rows_are_conversations_in_the_history_unless_history_is_off(counting, tmp_path):
-    server = counting(echo)
-    agent = http_agent("openai:gpt-test", server, tools=[], store=tmp_path / "h.db")
+def saved_answers(path: Path) -> list[str]:
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute(
+            "SELECT m.content FROM messages m WHERE m.role = 'assistant' ORDER BY m.content"
+        ).fetchall()
+        return [content for (content,) in rows]
+    finally:
+        db.close()
+
+
+def test_failed_rows_go_to_the_history_by_default_every_row_with_history_true(counting, tmp_path):
+    def script(prompt: str, body: dict):
+        if prompt == "row 1":
+            return Reply(500, {"error": {"message": "upstream broke"}})
+        return Answer(f"done {prompt}")
+
+    server = counting(script)
+    options = {"tools": [], "max_retries": 0}
+    agent = http_agent("openai:gpt-test", server, store=tmp_path / "a.db", **options)
     out = agent.map(ROWS.head(3), "row {n}", progress=False)
-    db = sqlite3.connect(tmp_path / "h.db")
-    saved = db.execute(
-        "SELECT c.id, m.content FROM conversations c JOIN messages m ON m.conversation_id = c.id"
-        " WHERE m.role = 'assistant' ORDER BY m.content"
-    ).fetchall()
+    assert out["error"].notna().tolist() == [False, True, False]
+    db = sqlite3.connect(tmp_path / "a.db")
+    (stop_reason,) = db.execute("SELECT stop_reason FROM messages WHERE role = 'assistant'")
+    assert stop_reason == ("error",)  # only the failed row's conversation, to reopen later
+    assert db.execute("SELECT count(*) FROM batch_rows").fetchone() == (3,)
     db.close()
-    assert [content for _, content in saved] == ["done row 0", "done row 1", "done row 2"]
-    lean = http_agent("openai:gpt-test", server, tools=[], store=tmp_path / "lean.db")
+    every = http_agent("openai:gpt-test", server, store=tmp_path / "b.db", **options)
+    every.map(ROWS.head(3), "row {n}", history=True, progress=False)
+    assert saved_answers(tmp_path / "b.db")[1:] == ["done row 0", "done row 2"]
+    lean = http_agent("openai:gpt-test", server, store=tmp_path / "c.db", **options)
     lean.map(ROWS.head(3), "row {n}", history=False, progress=False)
-    db = sqlite3.connect(tmp_path / "lean.db")
+    db = sqlite3.connect(tmp_path / "c.db")
     assert db.execute("SELECT count(*) FROM conversations").fetchone() == (0,)
-    assert db.execute("SELECT count(*) FROM batch_rows WHERE ok = 1").fetchone() == (3,)
+    assert db.execute("SELECT count(*) FROM batch_rows WHERE ok = 1").fetchone() == (2,)
     db.close()
-    assert out["error"].isna().all()
