@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pandas as pd
 import pytest
 
 from nbagent import ConfigError
 from nbagent.batch import COST_CAP_ERROR, Estimate
-from nbagent.batch.limits import AdaptiveConcurrency
+from nbagent.batch.limits import AdaptiveConcurrency, RequestRate
 from nbagent.tools import tool
 from tests.support.agents import http_agent
 from tests.support.scripted import Answer
@@ -138,3 +140,25 @@ def test_tools_needing_approval_are_refused_before_the_first_row(counting, tmp_p
     )
     monkeypatch.delenv("NBAGENT_APPROVAL")
     assert allowed.map(ROWS.head(3), "row {n}", progress=False)["error"].isna().all()
+
+
+async def test_rpm_and_tpm_hold_a_request_that_would_pass_them():
+    now = [0.0]
+    rate = RequestRate(rpm=2, clock=lambda: now[0])
+    await rate.admit(10)
+    await rate.admit(10)
+    third = asyncio.ensure_future(rate.admit(10))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not third.done()  # a third request in the same minute waits
+    third.cancel()
+    tokens = RequestRate(tpm=100, clock=lambda: now[0])
+    await tokens.admit(60)
+    blocked = asyncio.ensure_future(tokens.admit(60))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not blocked.done()  # 120 tokens would pass 100 a minute
+    blocked.cancel()
+    now[0] += 61  # a minute later both windows are empty again
+    await asyncio.wait_for(tokens.admit(60), 1)
+    await asyncio.wait_for(rate.admit(10), 1)
