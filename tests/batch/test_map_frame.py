@@ -184,3 +184,31 @@ def test_one_bad_row_never_stops_the_batch(counting, tmp_path, caplog):
     assert math.isnan(out.loc[1, "cost"]) and pd.isna(out.loc[1, "category"])
     # The error column says why; the rows' loop warnings do not flood the output.
     assert not [r for r in caplog.records if r.levelno == logging.WARNING], caplog.text
+
+
+def test_another_executor_runs_the_rows_while_the_driver_keeps_the_journal(counting, tmp_path):
+    class OneAtATime:
+        """An executor of our own: rows strictly in order, one by one."""
+
+        def __init__(self) -> None:
+            self.order: list[str] = []
+
+        async def run(self, jobs, run_row, gate):
+            for job in jobs:
+                if not gate.may_launch(0):
+                    return
+                self.order.append(job.prompt)
+                yield await run_row(job)
+
+    server = counting(classify)
+    agent = http_agent("openai:gpt-test", server, tools=[], store=tmp_path / "h.db")
+    executor = OneAtATime()
+    out = agent.map(
+        TICKETS, "Classify: {subject}\n{body}", output_type=Ticket, executor=executor,
+        progress=False,
+    )  # fmt: skip
+    assert server.peak == 1 and len(executor.order) == 3  # t4 is t2 again
+    assert list(out["category"]) == ["billing", "bug", "praise", "bug"]
+    again = agent.map(TICKETS, "Classify: {subject}\n{body}", output_type=Ticket, progress=False)
+    assert server.count == 3  # the journal the driver wrote serves the local executor too
+    assert list(again["category"]) == list(out["category"])
