@@ -14,15 +14,19 @@ import json
 import logging
 import math
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..events import Event, RunFinished
 from ..messages import Conversation
 from ..results import RunResult, stop_reason_words
-from ..run.loop import LoopSettings, Run
+from ..run.settings import RunOptions, RunSettings
 from .executor import RowJob, RowOutcome
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ..providers import Provider
     from ..store import Store
     from ..tools import Tool
@@ -58,7 +62,7 @@ class BatchAgent(Protocol):
     """What a batch needs of an agent (``nbagent.Agent`` is one; the batch sits below it)."""
 
     model: str
-    settings: LoopSettings
+    settings: RunSettings
     store: Store | None
 
     @property
@@ -73,15 +77,27 @@ class BatchAgent(Protocol):
     def provider(self) -> Provider:
         """The model adapter (used as is when it is a provider object)."""
 
+    def stream(
+        self, prompt: str, *, paced: bool = False, **options: Unpack[RunOptions]
+    ) -> AsyncIterator[Event]:
+        """One run of ``prompt`` (``conversation=`` a row's own), as events."""
+
+
+RowsAgent = Callable[["Provider", "Store | None"], BatchAgent]
+"""Makes the agent the rows run on: the batch's provider (its pool and limits) and the
+history the rows write to (``Agent`` hands in a copy of itself sharing everything else)."""
+
 
 @dataclass
 class RowContext:
     """What every row of one batch runs with."""
 
     agent: BatchAgent
-    provider: Provider
-    tools: dict[str, Tool]
-    settings: LoopSettings
+    """The agent the rows run on (see :data:`RowsAgent`)."""
+    options: dict[str, Any]
+    """Run options of every row (``output_type=``, ``max_rounds=``...)."""
+    store: Store | None
+    """Where ``history="failed"`` writes a failed row's conversation."""
     secrets: list[str]
     provider_uses_http: bool = False
     """True when the limits hold per HTTP request (else per row start)."""
@@ -94,48 +110,37 @@ class RowContext:
 async def run_row(
     context: RowContext, prompt: str
 ) -> tuple[RunResult | None, BaseException | None]:
-    """Run ``prompt`` in a new conversation; (the result, the error the run raised)."""
-    agent = context.agent
+    """Run ``prompt`` in a new conversation; (the result, the error the run raised).
+
+    The one place a row's run starts: the agent's public run with a conversation of
+    the row's own (``agent.conversation`` stays as it is).
+    """
     _IN_ROW.set(True)  # this row's task (and the run it starts) log quietly
-    conversation = Conversation(system=agent.system)
-    run = Run(
-        context.provider,
-        conversation,
-        prompt,
-        context.tools,
-        context.settings,
-        model_label=agent.model,
-    )
-    events = run.events()
+    conversation = Conversation(system=context.agent.system)
+    result: RunResult | None = None
     error: BaseException | None = None
+    events = context.agent.stream(prompt, conversation=conversation, **context.options)
     try:
-        async for _event in events:
-            pass  # a row shows no live events; its history is saved whole when it ends
+        async for event in events:
+            if isinstance(event, RunFinished):
+                result = event.result
     except asyncio.CancelledError:
-        _save_history(context, run, stopped=True)
+        _save_failed(context, conversation, result)
         raise
     except Exception as exc:  # the row failed; the batch goes on
         error = exc
     finally:
-        await events.aclose()
-    _save_history(context, run, stopped=error is not None)
-    return run.result, error
+        await events.aclose()  # type: ignore[attr-defined]
+    if error is not None or (result is not None and result.stop_reason != "complete"):
+        _save_failed(context, conversation, result)
+    return result, error
 
 
-def _save_history(context: RowContext, run: Run, *, stopped: bool) -> None:
-    """Write the row's conversation when ``context.history`` asks for it.
-
-    One transaction per row (a chat saves each round as it ends; a row cut short by
-    a crash runs again from the journal anyway), on the event loop: a worker thread
-    measured slower, the writes then fighting the loop for the GIL.
-    """
-    result, store = run.result, context.agent.store
-    if result is None or store is None or context.history is False:
+def _save_failed(context: RowContext, conversation: Conversation, result: RunResult | None) -> None:
+    """``history="failed"``: write a failed row's conversation (one transaction)."""
+    if context.history != "failed" or context.store is None or result is None:
         return
-    failed = stopped or result.stop_reason != "complete"
-    if context.history == "failed" and not failed:
-        return
-    writer = store.writer(run.conversation, secrets=context.secrets, provider=context.provider)
+    writer = context.store.writer(conversation, secrets=context.secrets)
     writer.finish(result)
 
 

@@ -9,7 +9,6 @@ only runs the rows it is handed.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import math
 from collections.abc import Iterator, Mapping
@@ -17,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
-from ..run.loop import LoopSettings
+from ..run.settings import FIELDS
 from .executor import Executor, LocalExecutor, RowJob, RowOutcome
 from .frame import build_frame, check_clashes
 from .keys import batch_identity, row_key
 from .limits import AdaptiveConcurrency, HttpLimits, RequestRate
 from .progress import BatchStats, Display, choose_display
-from .row import BatchAgent, RowContext, load_output, outcome_of, quiet_row_warnings
+from .row import BatchAgent, RowContext, RowsAgent, load_output, outcome_of, quiet_row_warnings
 from .rows import check_fields, fill_prompt, prompt_fields, read_rows
 from .session import BatchSession
 
@@ -36,7 +35,8 @@ STOPPED_ERROR = "not run: stopped"
 FAILURES_KEPT = 5
 """Failed rows whose whole RunResult is kept for the summary panel (the rest: text only)."""
 
-_RUN_SETTINGS = frozenset(f.name for f in dataclasses.fields(LoopSettings)) - {"output_type"}
+_RUN_SETTINGS = FIELDS - {"output_type", "max_cost"}
+"""Run settings ``map`` passes to every row (its own ``max_cost`` caps the whole batch)."""
 
 
 class BatchControl:
@@ -104,6 +104,7 @@ async def run_batch(
     control: BatchControl | None = None,
     provider_options: Mapping[str, Any] | None = None,
     rebuildable: bool = False,
+    rows_agent: RowsAgent | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> BatchResult | Any:
     """Run ``prompt`` over ``rows``; see :meth:`nbagent.Agent.map` for the arguments.
@@ -125,11 +126,8 @@ async def run_batch(
     table = read_rows(rows)
     check_fields(prompt_fields(prompt), table.columns)
     check_clashes(table.columns, output_type, prefix)
-    run_settings = LoopSettings(
-        **{**agent.settings.__dict__, **dict(settings or {}), "output_type": output_type}
-    )
     tools = agent.tools
-    _refuse_unapproved(tools, run_settings)
+    _refuse_unapproved(tools, agent.settings.approver)
     session = BatchSession(
         agent, provider_options or {}, concurrency=concurrency, rebuildable=rebuildable
     )
@@ -137,7 +135,7 @@ async def run_batch(
     if max_cost is not None:
         from ..cost import require_price
 
-        require_price(provider.name, provider.model)  # before any request is sent
+        require_price(provider)  # before any request is sent
     output_schema = None
     if output_type is not None:
         from ..run.output import OutputSpec
@@ -163,8 +161,13 @@ async def run_batch(
                 )  # fmt: skip
     limit = AdaptiveConcurrency(concurrency)
     rate = RequestRate(rpm, tpm)
+    # The rows run on the agent with the batch's provider; every row's history only
+    # with history=True (a failed row's is written by the row itself otherwise).
+    rows_store = agent.store if history is True else None
+    runner = agent if rows_agent is None else rows_agent(provider, rows_store)
+    options = {**dict(settings or {}), "output_type": output_type}
     context = RowContext(
-        agent, provider, tools, run_settings, session.secrets,
+        runner, options, agent.store, session.secrets,
         provider_uses_http=session.observed, history=history,
     )  # fmt: skip
     driver = BatchDriver(
@@ -221,10 +224,10 @@ def _pending(plan: _Plan, outcomes: Mapping[str, RowOutcome]) -> Iterator[RowJob
     return (job for key, job in plan.jobs.items() if key not in outcomes)
 
 
-def _refuse_unapproved(tools: Mapping[str, Any], settings: LoopSettings) -> None:
+def _refuse_unapproved(tools: Mapping[str, Any], approver: Any) -> None:
     """Refuse, before any row, tools that need approval when no policy allows them."""
     needing = sorted(name for name, t in tools.items() if t.requires_approval)
-    if not needing or settings.approver is not None:
+    if not needing or approver is not None:
         return
     from ..tools.approval import policy_approver
 

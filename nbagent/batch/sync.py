@@ -12,7 +12,7 @@ import asyncio
 import concurrent.futures
 from typing import Any
 
-from .._internal.sync import background_loop
+from .._internal.threads import background_loop
 from .progress import BatchStats, Display, choose_display
 from .row import BatchAgent
 from .runner import BatchControl, run_batch
