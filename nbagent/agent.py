@@ -498,19 +498,12 @@ class Agent:
         ``{column}`` fields take the row's values. ``rows`` is a DataFrame, a list of
         dicts or a list of strings (a string row is ``{text}``).
 
-        Options: ``output_type`` (one column per field, else ``output``),
-        ``concurrency=8`` (rows in flight; halves on 429s and grows back),
-        ``max_cost`` (USD: stop launching before the next row could pass it),
-        ``resume=True`` (rows the journal already has are not run again),
-        ``prefix=""`` (for the new columns' names), ``estimate=k`` (run k sample rows
-        and return an :class:`~nbagent.batch.Estimate` instead), ``rpm=``/``tpm=``,
-        ``progress`` (None: the surface's own, False: none), ``history`` (which rows'
-        conversations go to the history: ``"failed"``, True for all, False for none; the
-        journal is kept regardless), ``executor``; any other
-        keyword is a run setting (``max_rounds=2``, ``temperature=0``...).
-
-        The frame has the input's index and the columns ``error`` (None when the row
-        succeeded), ``cost`` (NaN when unknown), ``tokens``, ``rounds``, ``seconds``.
+        Options (the README's "An agent over every row" has them all): ``output_type``,
+        ``concurrency=8``, ``max_cost`` (USD for the batch), ``resume=True``, ``prefix``,
+        ``estimate=k`` (an :class:`~nbagent.batch.Estimate` instead of the frame),
+        ``rpm``/``tpm``, ``progress``, ``history="failed"``, ``executor``; any other
+        keyword is a run setting (``max_rounds=2``...). The frame has the input's index
+        and ``error``, ``cost``, ``tokens``, ``rounds``, ``seconds`` beside the answers.
         A kernel interrupt (or Ctrl-C) stops the batch and returns what finished.
         """
         from .batch import run_batch_sync
