@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import difflib
 import os
 import threading
@@ -499,6 +500,64 @@ class Agent:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    # -- over every row of a table (nbagent.batch) ----------------------------------
+
+    def map(self, rows: Any, prompt: str, **options: Any) -> Any:
+        r"""Run ``prompt`` once per row of ``rows``; a DataFrame of new columns, one row each.
+
+        Example::
+
+            out = agent.map(df, "Classify this ticket: {subject}\n{body}", output_type=Ticket)
+            df = df.join(out)
+
+        Each row is one full run (tools included) in a conversation of its own; its
+        ``{column}`` fields take the row's values. ``rows`` is a DataFrame, a list of
+        dicts or a list of strings (a string row is ``{text}``).
+
+        Options (the README's "An agent over every row" has them all): ``output_type``,
+        ``concurrency=8``, ``max_cost`` (USD for the batch), ``resume=True``, ``prefix``,
+        ``estimate=k`` (an :class:`~nbagent.batch.Estimate` instead of the frame),
+        ``rpm``/``tpm``, ``progress``, ``history="failed"``, ``executor``; any other
+        keyword is a run setting (``max_rounds=2``...). The frame has the input's index
+        and ``error``, ``cost``, ``tokens``, ``rounds``, ``seconds`` beside the answers.
+        A kernel interrupt (or Ctrl-C) stops the batch and returns what finished.
+        """
+        from .batch import run_batch_sync
+
+        result = run_batch_sync(self, rows, prompt, **self._batch_options(options))
+        return result if options.get("estimate") is not None else result.frame
+
+    async def amap(self, rows: Any, prompt: str, **options: Any) -> Any:
+        """:meth:`map` on the current event loop (same options and result)."""
+        from .batch import run_batch
+
+        result = await run_batch(self, rows, prompt, **self._batch_options(options))
+        return result if options.get("estimate") is not None else result.frame
+
+    def _batch_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """``map``'s options for :mod:`nbagent.batch`: its own, the rest as run settings."""
+        own = {
+            "output_type", "concurrency", "max_cost", "resume", "prefix", "estimate", "rpm",
+            "tpm", "progress", "history", "executor", "control",
+        }  # fmt: skip
+        batch = {k: v for k, v in options.items() if k in own}
+        batch["settings"] = {k: v for k, v in options.items() if k not in own}
+        batch["provider_options"] = self._provider_options
+        batch["rebuildable"] = not self._provider_object
+        batch["rows_agent"] = self._rows_agent
+        return batch
+
+    def _rows_agent(self, provider: Provider, store: Store | None) -> Agent:
+        """The agent a batch's rows run on: this one with the batch's provider and store.
+
+        A shallow copy: tools, settings, the runs in flight (so :meth:`cancel` reaches
+        the rows) and the recording are shared; each row passes its own conversation.
+        """
+        rows = copy.copy(self)
+        rows._provider = provider
+        rows.store = store
+        return rows
 
 
 SETTING_NAMES = tuple(sorted(FIELDS))

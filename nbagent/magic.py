@@ -291,6 +291,11 @@ class AgentMagics(Magics):
     @argument(
         "--output-type", help="a type in the notebook: the result's output is validated to it"
     )
+    # -- %%agent --over (nbagent.batch): the prompt once per row of a DataFrame --------
+    @argument("--over", help="a DataFrame in the notebook: run the prompt once per row")
+    @argument("--into", default="_agent_map", help="variable receiving the --over result frame")
+    @argument("--concurrency", type=int, default=8, help="--over: rows in flight at most")
+    @argument("--max-cost", type=float, help="--over: USD cap; rows past it are not run")
     @cell_magic("agent")  # type: ignore[arg-type, unused-ignore]
     def agent_cell(self, line: str, cell: str) -> None:
         """Send the cell to the agent; tool rounds show live and the result lands in ``_agent``."""
@@ -300,6 +305,8 @@ class AgentMagics(Magics):
             raise usage_error(_with_option_hint(str(exc), self.agent_cell.parser)) from None
         for name in ("model", "tools", "system", "out"):
             setattr(args, name, _unquote(getattr(args, name)))
+        if args.over is not None:
+            return self._agent_over(args, cell)
         overrides = self._overrides(args)
         if not args.out.isidentifier() or keyword.iskeyword(args.out):
             raise usage_error(f"--out {args.out!r} is not a valid variable name.")
@@ -338,6 +345,31 @@ class AgentMagics(Magics):
             self._store(args.out, agent.last_result)
             raise usage_error(f"the run failed: {exc}") from None
         self._store(args.out, result if result is not None else agent.last_result)
+
+    # -- %%agent --over df: one run per row (nbagent.batch) -----------------------------
+
+    def _agent_over(self, args: Any, cell: str) -> None:
+        """Run the cell's prompt over ``--over``'s rows; the frame lands in ``--into``."""
+        from .batch.cell import protect_columns, run_over
+
+        frame, into = self._ns.get(_unquote(args.over) or ""), _unquote(args.into) or ""
+        if frame is None or not hasattr(frame, "columns"):
+            raise UsageError(f"--over {args.over!r}: no DataFrame of that name in the notebook.")
+        if not into.isidentifier() or keyword.iskeyword(into):
+            raise UsageError(f"--into {into!r} is not a valid variable name.")
+        if args.tools or args.new or args.kernel:
+            raise UsageError("--over runs each row on its own: no --tools, --new or --kernel.")
+        options: dict[str, Any] = {**self._overrides(args), "max_cost": args.max_cost}
+        options["concurrency"] = args.concurrency
+        if args.output_type:
+            options["output_type"] = self._output_type(_unquote(args.output_type) or "")
+        prompt = interpolate_fields(protect_columns(cell, frame.columns), self._ns).text.strip()
+        agent = self.get_agent(args.model)
+        agent.system = agent.system if args.system is None else args.system
+        try:  # the frame lands in the notebook's namespace, then the summary shows
+            run_over(agent.map, frame, prompt, into=(self._ns, into), show=_display, **options)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
 
     def _store(self, name: str, result: RunResult | None) -> None:
         if result is not None:

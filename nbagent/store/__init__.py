@@ -24,6 +24,7 @@ Modules, from the file up:
 - ``rows``: the SQL for a run's rows, and for reading a conversation back;
 - ``writer``: :class:`RunWriter`, a run saved from its events;
 - ``export``: JSON/Markdown files and the history DataFrame;
+- ``journal``: the batch journal (``Agent.map`` rows, for resume);
 - ``queries``: :class:`Store`, the database with listing, loading, deleting;
 - ``location``: where the file lives, the shared default Store, ``history()``.
 """
@@ -32,6 +33,7 @@ from .._internal.redaction import REDACTED, Scrubber, collect_secrets
 from .._internal.values import PREVIEW_CHARS, preview_value
 from .database import HistoryWarning
 from .export import export_conversation, last_model
+from .journal import Journal, JournalRow
 from .location import default_store, history, history_path, resolve_store
 from .migrations import SCHEMA_VERSION
 from .queries import Store
@@ -44,6 +46,8 @@ __all__ = [
     "REDACTED",
     "SCHEMA_VERSION",
     "HistoryWarning",
+    "Journal",
+    "JournalRow",
     "RunWriter",
     "Scrubber",
     "Store",

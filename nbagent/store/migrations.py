@@ -117,10 +117,39 @@ def _m003_images(db: sqlite3.Connection) -> None:
     )
 
 
+def _m004_batch_journal(db: sqlite3.Connection) -> None:
+    """The batch journal: one row per finished ``Agent.map`` row, keyed by what decides it.
+
+    ``key`` hashes the row's prompt with the batch's identity (model, system prompt,
+    tool schemas, output schema); ``batch`` is that identity alone, so a resume reads
+    its batch's rows with one indexed query. ``output`` is JSON.
+    """
+    _execute_script(
+        db,
+        """
+        CREATE TABLE batch_rows (
+            key             TEXT PRIMARY KEY,
+            batch           TEXT NOT NULL,
+            ok              INTEGER NOT NULL,
+            output          TEXT,
+            error           TEXT,
+            cost            REAL,
+            tokens          INTEGER NOT NULL DEFAULT 0,
+            rounds          INTEGER NOT NULL DEFAULT 0,
+            seconds         REAL NOT NULL DEFAULT 0,
+            conversation_id TEXT,
+            finished_at     REAL NOT NULL
+        );
+        CREATE INDEX batch_rows_by_batch ON batch_rows(batch, ok);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_initial,
     _m002_previews,
     _m003_images,
+    _m004_batch_journal,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,7 +1,7 @@
 """The package's layering holds, lazy imports included, and nobody reads private names.
 
     leaves < messages < run values < tools < providers < loop
-           < {store, recording, render} < agent < surfaces
+           < {store, recording, render} < batch < agent < surfaces
 
 The graph is read from the source with ``ast`` (every ``import``, at module level,
 inside functions and under ``TYPE_CHECKING``), so a lazy import that points the
@@ -28,8 +28,9 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
          "nbagent.cost")),  # cost asks the provider's declared pricing id
     (5, ("nbagent.run",)),  # the run engine: loop, steps, budgets, status lines
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render", "nbagent.tracing")),
-    (7, ("nbagent.agent",)),
-    (8, ("nbagent.magic", "nbagent.widget", "nbagent.live", "nbagent.terminal",
+    (7, ("nbagent.batch",)),  # Agent.map's engine: rows, journal, executor, limits, progress
+    (8, ("nbagent.agent",)),
+    (9, ("nbagent.magic", "nbagent.widget", "nbagent.live", "nbagent.terminal",
          "nbagent.demo", "nbagent.cli", "nbagent.__init__")),
 ]  # fmt: skip
 SIBLINGS = {6}

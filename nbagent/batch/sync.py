@@ -1,0 +1,75 @@
+"""``Agent.map`` from synchronous code: the batch on nbagent's loop, the display here.
+
+The rows run on nbagent's background event loop; this thread (a notebook cell's,
+a script's) draws the progress and is where a kernel interrupt or Ctrl-C lands.
+An interrupt stops the batch (no new rows, rows in flight cancelled) and the
+partial frame is returned; a second interrupt while it winds down raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from typing import Any
+
+from .._internal.threads import background_loop
+from .progress import BatchStats, Display, choose_display
+from .row import BatchAgent
+from .runner import BatchControl, run_batch
+
+__all__ = ["run_batch_sync"]
+
+
+class _Relay:
+    """The display the loop sees: it only hands the stats over to the caller's thread."""
+
+    def __init__(self) -> None:
+        self.stats: BatchStats | None = None
+
+    def start(self, stats: BatchStats) -> None:
+        self.stats = stats
+
+    def update(self, stats: BatchStats) -> None:
+        """Drawn by the caller's thread at its own pace."""
+
+    def finish(self, stats: BatchStats) -> None:
+        """Drawn by the caller's thread once the batch returns."""
+
+
+def run_batch_sync(agent: BatchAgent, rows: Any, prompt: str, **options: Any) -> Any:
+    """:func:`~nbagent.batch.runner.run_batch` for synchronous code (see ``Agent.map``)."""
+    display: Display = choose_display(options.pop("progress", None))
+    control: BatchControl = options.pop("control", None) or BatchControl()
+    relay = _Relay()
+    loop = background_loop()
+    future = asyncio.run_coroutine_threadsafe(
+        run_batch(agent, rows, prompt, progress=relay, control=control, **options), loop
+    )
+    started = False
+    interval = getattr(display, "interval", 0.2)
+    try:
+        while True:
+            # The interrupt may land anywhere in here (waiting or drawing): either way
+            # it stops the batch, which then returns what finished.
+            try:
+                try:
+                    result = future.result(timeout=interval)
+                    break
+                except concurrent.futures.TimeoutError:
+                    pass
+                if relay.stats is not None:
+                    if not started:
+                        display.start(relay.stats)
+                        started = True
+                    display.update(relay.stats)
+            except KeyboardInterrupt:
+                if control.stopped:  # a second interrupt: give up waiting
+                    future.cancel()
+                    raise
+                control.stop()
+    finally:
+        if relay.stats is not None and future.done() and not future.cancelled():
+            if not started:
+                display.start(relay.stats)
+            display.finish(relay.stats)
+    return result
