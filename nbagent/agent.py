@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import difflib
 import os
 import threading
@@ -523,41 +522,17 @@ class Agent:
         and ``error``, ``cost``, ``tokens``, ``rounds``, ``seconds`` beside the answers.
         A kernel interrupt (or Ctrl-C) stops the batch and returns what finished.
         """
-        from .batch import run_batch_sync
+        from .batch import batch_options, run_batch_sync
 
-        result = run_batch_sync(self, rows, prompt, **self._batch_options(options))
+        result = run_batch_sync(self, rows, prompt, **batch_options(self, options))
         return result if options.get("estimate") is not None else result.frame
 
     async def amap(self, rows: Any, prompt: str, **options: Any) -> Any:
         """:meth:`map` on the current event loop (same options and result)."""
-        from .batch import run_batch
+        from .batch import batch_options, run_batch
 
-        result = await run_batch(self, rows, prompt, **self._batch_options(options))
+        result = await run_batch(self, rows, prompt, **batch_options(self, options))
         return result if options.get("estimate") is not None else result.frame
-
-    def _batch_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        """``map``'s options for :mod:`nbagent.batch`: its own, the rest as run settings."""
-        own = {
-            "output_type", "concurrency", "max_cost", "resume", "prefix", "estimate", "rpm",
-            "tpm", "progress", "history", "executor", "control",
-        }  # fmt: skip
-        batch = {k: v for k, v in options.items() if k in own}
-        batch["settings"] = {k: v for k, v in options.items() if k not in own}
-        batch["provider_options"] = self._provider_options
-        batch["rebuildable"] = not self._provider_object
-        batch["rows_agent"] = self._rows_agent
-        return batch
-
-    def _rows_agent(self, provider: Provider, store: Store | None) -> Agent:
-        """The agent a batch's rows run on: this one with the batch's provider and store.
-
-        A shallow copy: tools, settings, the runs in flight (so :meth:`cancel` reaches
-        the rows) and the recording are shared; each row passes its own conversation.
-        """
-        rows = copy.copy(self)
-        rows._provider = provider
-        rows.store = store
-        return rows
 
 
 SETTING_NAMES = tuple(sorted(FIELDS))

@@ -21,7 +21,7 @@ from .executor import Executor, LocalExecutor, RowJob, RowOutcome
 from .progress import BatchStats, Display, NotebookDisplay, NullDisplay, TerminalLine
 from .runner import COST_CAP_ERROR, STOPPED_ERROR, BatchControl, BatchResult, run_batch
 from .summary import summary_bundle
-from .sync import run_batch_sync
+from .sync import batch_options, run_batch_sync
 
 __all__ = [
     "COST_CAP_ERROR",
@@ -38,6 +38,7 @@ __all__ = [
     "RowJob",
     "RowOutcome",
     "TerminalLine",
+    "batch_options",
     "run_batch",
     "run_batch_sync",
     "summary_bundle",

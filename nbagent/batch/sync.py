@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import copy
+from collections.abc import Mapping
 from typing import Any
 
 from .._internal.threads import background_loop
@@ -73,3 +75,32 @@ def run_batch_sync(agent: BatchAgent, rows: Any, prompt: str, **options: Any) ->
                 display.start(relay.stats)
             display.finish(relay.stats)
     return result
+
+
+BATCH_OPTIONS = frozenset((
+    "output_type", "concurrency", "max_cost", "resume", "prefix", "estimate", "rpm",
+    "tpm", "progress", "history", "executor", "control",
+))  # fmt: skip
+"""``Agent.map``'s own options; every other keyword is a run setting of the rows."""
+
+
+def batch_options(agent: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``Agent.map``'s keywords for :func:`run_batch`: its own, the rest as run settings."""
+    batch = {k: v for k, v in options.items() if k in BATCH_OPTIONS}
+    batch["settings"] = {k: v for k, v in options.items() if k not in BATCH_OPTIONS}
+    batch["provider_options"] = agent._provider_options
+    batch["rebuildable"] = not agent._provider_object
+    batch["rows_agent"] = lambda provider, store: rows_agent(agent, provider, store)
+    return batch
+
+
+def rows_agent(agent: Any, provider: Any, store: Any) -> Any:
+    """The agent a batch's rows run on: ``agent`` with the batch's provider and store.
+
+    A shallow copy: tools, settings, the runs in flight (so ``agent.cancel()`` reaches
+    the rows) and the recording are shared; each row passes its own conversation.
+    """
+    rows = copy.copy(agent)
+    rows._provider = provider
+    rows.store = store
+    return rows
