@@ -26,36 +26,41 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ._internal.safe_text import clean
-from .agent import Agent
-from .errors import ConfigError, NbAgentError, did_you_mean
-from .kernel.prompt import Interpolated, PromptError, interpolate_prompt
-from .run.settings import FIELDS, RunSettings, SettingError
-from .store.export import conversation_rounds
-from .tools import REGISTRY, Tool
+from ..agent import Agent
+from ..errors import ConfigError, NbAgentError, did_you_mean
+from ..run.settings import FIELDS, RunSettings, SettingError
+from ..store.export import conversation_rounds
+from ..tools import REGISTRY, Tool
+from .shared import (
+    display_bundle,
+    interpolate,
+    interpolate_fields,
+    unquote,
+    usage_error,
+    with_option_hint,
+)
 
 if TYPE_CHECKING:
-    from .live import LiveRun, Sink
-    from .results import RunResult
+    from ..live import LiveRun, Sink
+    from ..results import RunResult
 
-__all__ = ["AgentMagics", "current_agent", "register", "supports_live_updates", "use"]
-
-
-def usage_error(message: object) -> UsageError:
-    """IPython's own UsageError (printed as one line), its text terminal-safe.
-
-    IPython shows its one-line form only for that exact class (``etype is UsageError``):
-    a subclass gets a full traceback, hence a function rather than a subclass. The text
-    may quote a server or a model, so its control characters are neutralised.
-    """
-    return UsageError(clean(str(message)))
+__all__ = [
+    "AgentMagics",
+    "current_agent",
+    "interpolate",
+    "interpolate_fields",
+    "register",
+    "supports_live_updates",
+    "usage_error",
+    "use",
+]
 
 
 def __getattr__(name: str) -> Any:
     # Still importable from here (CellRun is the driver's former name), but the live
     # driver itself is imported when a cell first runs: ``%load_ext`` stays cheap.
     if name in ("CellRun", "UPDATE_INTERVAL"):
-        from . import live
+        from .. import live
 
         return live.LiveRun if name == "CellRun" else live.UPDATE_INTERVAL
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -79,7 +84,7 @@ def _load_mcp_config() -> None:
     path = os.environ.get("NBAGENT_MCP_CONFIG")
     if not path:
         return
-    from .mcp import load_config
+    from ..mcp import load_config
 
     try:
         for name, tools in load_config(path).items():
@@ -116,35 +121,7 @@ def current_agent(shell: Any = None) -> Agent:
 # --- prompt interpolation ----------------------------------------------------------
 
 
-def interpolate(text: str, namespace: dict[str, Any]) -> str:
-    """Replace ``{name}`` (or ``{name.attr}``) from ``namespace``; ``{{``/``}}`` are literal.
-
-    Also ``{In[3]}``, ``{Out[3]}``, ``{_}`` and ``{Err}`` (see :func:`interpolate_fields`).
-    Braces around anything that is not a name (JSON, set literals) are left alone.
-    """
-    return interpolate_fields(text, namespace).text
-
-
-def interpolate_fields(text: str, namespace: dict[str, Any]) -> Interpolated:
-    """The prompt with its fields replaced, the images it attaches and what was shortened."""
-    from .kernel import current_view
-    from .kernel.errors import last_error_text
-
-    try:
-        return interpolate_prompt(
-            text, namespace, last_error=lambda: last_error_text(current_view())
-        )
-    except PromptError as exc:
-        raise usage_error(str(exc)) from None
-
-
 # --- the magics ------------------------------------------------------------------------
-
-
-def _display(bundle: dict[str, str]) -> Any:
-    from IPython.core.display_functions import display
-
-    return display(bundle, raw=True, display_id=True)
 
 
 def _note_html(note: str) -> str:
@@ -152,27 +129,6 @@ def _note_html(note: str) -> str:
 
     style = "font-size:0.85em;color:#666;margin:0 0 2px 0"
     return f'<div class="nbagent-sent-note" style="{style}">{html.escape(note)}</div>'
-
-
-def _unquote(value: str | None) -> str | None:
-    """IPython's argument splitter keeps the quotes around ``--system "Be brief."``."""
-    if value is not None and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
-
-
-def _with_option_hint(message: str, parser: Any) -> str:
-    """Argparse's "unrecognized arguments: --kernal", plus the option it was meant to be."""
-    marker = "unrecognized arguments:"
-    if marker not in message:
-        return message
-    options = list(parser._option_string_actions)  # argparse keeps no public list
-    hints = [
-        did_you_mean(word.split("=", 1)[0], options)
-        for word in message.split(marker, 1)[1].split()
-        if word.startswith("-")
-    ]
-    return message + ("." + "".join(hints) if any(hints) else "")
 
 
 def supports_live_updates(shell: Any) -> bool:
@@ -227,6 +183,11 @@ class AgentMagics(Magics):
         assert self.shell is not None
         return self.shell.user_ns
 
+    @property
+    def user_namespace(self) -> dict[str, Any]:
+        """The notebook's variables (the shell's user namespace)."""
+        return self._ns
+
     # -- the agent ---------------------------------------------------------------------
 
     def get_agent(self, model: str | None = None) -> Agent:
@@ -250,7 +211,7 @@ class AgentMagics(Magics):
             self.agent = spec
             return spec
         if isinstance(spec, str):
-            from .providers import split_model
+            from ..providers import split_model
 
             try:
                 split_model(spec)
@@ -302,11 +263,13 @@ class AgentMagics(Magics):
         try:
             args = parse_argstring(self.agent_cell, line)
         except UsageError as exc:  # quotes the unknown option as typed
-            raise usage_error(_with_option_hint(str(exc), self.agent_cell.parser)) from None
+            raise usage_error(with_option_hint(str(exc), self.agent_cell.parser)) from None
         for name in ("model", "tools", "system", "out"):
-            setattr(args, name, _unquote(getattr(args, name)))
+            setattr(args, name, unquote(getattr(args, name)))
         if args.over is not None:
-            return self._agent_over(args, cell)
+            from .over import agent_over
+
+            return agent_over(self, args, cell)
         overrides = self._overrides(args)
         if not args.out.isidentifier() or keyword.iskeyword(args.out):
             raise usage_error(f"--out {args.out!r} is not a valid variable name.")
@@ -325,16 +288,16 @@ class AgentMagics(Magics):
             agent.provider  # noqa: B018 - builds the adapter now so config errors are short
         except ConfigError as exc:
             raise usage_error(str(exc)) from None
-        from .live import CellDisplay, LiveRun, TerminalPrinter
+        from ..live import CellDisplay, LiveRun, TerminalPrinter
 
         sink: Sink = (
-            CellDisplay(_display) if supports_live_updates(self.shell) else TerminalPrinter()
+            CellDisplay(display_bundle) if supports_live_updates(self.shell) else TerminalPrinter()
         )
         if fields.images:
             overrides["attachments"] = fields.images  # {fig}: the images go with the prompt
         note = fields.summary()
         if note is not None:  # the user sees what was sent in place of their values
-            _display({"text/plain": note, "text/html": _note_html(note)})
+            display_bundle({"text/plain": note, "text/html": _note_html(note)})
         run = LiveRun(agent, prompt, sink, overrides=overrides)
         self.last_run = run
         try:
@@ -345,31 +308,6 @@ class AgentMagics(Magics):
             self._store(args.out, agent.last_result)
             raise usage_error(f"the run failed: {exc}") from None
         self._store(args.out, result if result is not None else agent.last_result)
-
-    # -- %%agent --over df: one run per row (nbagent.batch) -----------------------------
-
-    def _agent_over(self, args: Any, cell: str) -> None:
-        """Run the cell's prompt over ``--over``'s rows; the frame lands in ``--into``."""
-        from .batch.cell import protect_columns, run_over
-
-        frame, into = self._ns.get(_unquote(args.over) or ""), _unquote(args.into) or ""
-        if frame is None or not hasattr(frame, "columns"):
-            raise UsageError(f"--over {args.over!r}: no DataFrame of that name in the notebook.")
-        if not into.isidentifier() or keyword.iskeyword(into):
-            raise UsageError(f"--into {into!r} is not a valid variable name.")
-        if args.tools or args.new or args.kernel:
-            raise UsageError("--over runs each row on its own: no --tools, --new or --kernel.")
-        options: dict[str, Any] = {**self._overrides(args), "max_cost": args.max_cost}
-        options["concurrency"] = args.concurrency
-        if args.output_type:
-            options["output_type"] = self._output_type(_unquote(args.output_type) or "")
-        prompt = interpolate_fields(protect_columns(cell, frame.columns), self._ns).text.strip()
-        agent = self.get_agent(args.model)
-        agent.system = agent.system if args.system is None else args.system
-        try:  # the frame lands in the notebook's namespace, then the summary shows
-            run_over(agent.map, frame, prompt, into=(self._ns, into), show=_display, **options)
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
 
     def _store(self, name: str, result: RunResult | None) -> None:
         if result is not None:
@@ -383,7 +321,7 @@ class AgentMagics(Magics):
             if (value := getattr(args, name, None)) is not None and value != ""
         }
         if "output_type" in overrides:  # a type in the notebook, named in the option
-            overrides["output_type"] = self._output_type(_unquote(overrides["output_type"]) or "")
+            overrides["output_type"] = self._output_type(unquote(overrides["output_type"]) or "")
         if args.no_stream:
             overrides["stream"] = False
         try:
@@ -486,7 +424,7 @@ class AgentMagics(Magics):
         for name in sorted(tools):
             _print_tool(tools[name])
         # The kernel tools a --kernel cell (or Agent(kernel=True)) adds to those above.
-        from .kernel import kernel_tools
+        from ..kernel import kernel_tools
 
         always = self.agent is not None and self.agent.kernel
         when = "on for every run: kernel=True" if always else "added by %%agent --kernel (-k)"
@@ -496,7 +434,7 @@ class AgentMagics(Magics):
             _print_tool(t, f" [kernel tool]{shadowed}")
 
     def _cmd_mcp(self, rest: list[str]) -> None:
-        from .mcp.commands import mcp_command
+        from ..mcp.commands import mcp_command
 
         try:
             print(mcp_command(rest))
@@ -511,7 +449,7 @@ class AgentMagics(Magics):
 
     def _cmd_usage(self, rest: list[str]) -> None:
         self._expect("usage", rest, 0)
-        from .messages import Usage
+        from ..messages import Usage
 
         agent = self.get_agent()
         total, runs, rounds = Usage(), 0, 0
@@ -520,7 +458,7 @@ class AgentMagics(Magics):
                 runs += 1
                 rounds += len(message.rounds or [])
                 total = total + (message.usage or Usage())
-        from .cost import format_cost
+        from ..cost import format_cost
 
         print(
             f"{runs} runs, {rounds} tool rounds, {total.total_tokens:,} tokens "
@@ -530,7 +468,7 @@ class AgentMagics(Magics):
 
     def _cmd_history(self, rest: list[str]) -> Any:
         if rest == ["--all"]:
-            from .store import history
+            from ..store import history
 
             store = self.agent.store if self.agent is not None else None
             return history(all=True, store=store)
