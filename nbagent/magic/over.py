@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import keyword
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError
 from .shared import display_bundle, interpolate_fields, unquote, usage_error
 
-if TYPE_CHECKING:
-    from . import AgentMagics
-
 __all__ = ["agent_over"]
 
 
-def agent_over(magics: AgentMagics, args: Any, cell: str) -> None:
-    """Run the cell's prompt over ``--over``'s rows; the frame lands in ``--into``."""
+def agent_over(magics: Any, args: Any, cell: str) -> None:
+    """Run the cell's prompt over ``--over``'s rows; the frame lands in ``--into``.
+
+    ``magics`` is the notebook's :class:`~nbagent.magic.AgentMagics` (its agent, options
+    and namespace); typed loosely so this module does not import its package back.
+    """
     namespace = magics.user_namespace
     from ..batch.cell import protect_columns, run_over
 
