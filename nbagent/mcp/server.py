@@ -19,11 +19,14 @@ import os
 import sys
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any
 
+from .._internal.redaction import remember
 from .._internal.threads import background_loop, run_in_background
 from ..errors import ConfigError
 from ..tools import ToolSource
+from .redact import command_secrets, hide, shown_command, shown_url, url_secrets
+from .stderr import StderrLines, with_stderr
 from .tools import MCPError, MCPTool, check_schema, to_value, wire_name
 
 logger = logging.getLogger("nbagent")
@@ -78,6 +81,13 @@ class MCPServer(ToolSource):
         self._closing: asyncio.Event | None = None
         self._starting: asyncio.Future[list[Any]] | None = None
         self._tools: list[MCPTool] | None = None
+        kind, spec = transport
+        if kind == "stdio":
+            self._secrets = command_secrets(spec["args"], spec.get("env"))
+        else:
+            self._secrets = url_secrets(spec["url"], spec.get("headers"))
+        remember(self._secrets)  # the history and the log redact them too
+        self._stderr = StderrLines(name) if kind == "stdio" else None
         self.starts = 0
         """How many times the server was started (a restart after a crash adds one)."""
 
@@ -106,8 +116,15 @@ class MCPServer(ToolSource):
 
     def __repr__(self) -> str:
         kind, spec = self._transport
-        where = spec.get("url") or " ".join([spec["command"], *spec["args"]])
+        if kind == "stdio":
+            where = shown_command(spec["command"], spec["args"])
+        else:
+            where = shown_url(spec["url"])
         return f"MCPServer({self.name!r}, {kind}: {where})"
+
+    def _hide(self, text: str) -> str:
+        """An error message naming this server, with its credentials redacted."""
+        return hide(text, self._secrets)
 
     @property
     def origin(self) -> str:
@@ -205,12 +222,17 @@ class MCPServer(ToolSource):
         from mcp import ClientSession
 
         self.starts += 1
+        mark = self._stderr.mark if self._stderr is not None else 0
         # The SDK validates results against output schemas with jsonschema, whose first
         # import can take seconds: import it in a thread while the server starts.
         warm = asyncio.get_running_loop().run_in_executor(None, _warm_imports)
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._connect())
+                try:
+                    read, write = await stack.enter_async_context(self._connect())
+                finally:
+                    if self._stderr is not None:  # the child holds its own copy
+                        self._stderr.close_writer()
                 bad_output: list[str] = []
 
                 async def on_message(message: Any) -> None:
@@ -227,8 +249,10 @@ class MCPServer(ToolSource):
                 except TimeoutError:
                     why = f"; it wrote what is not JSON-RPC: {bad_output[0]}" if bad_output else ""
                     raise MCPError(
-                        f"MCP server {self.name!r} did not answer initialize within "
-                        f"{self.start_timeout:g} s ({self!r}){why}"
+                        self._hide(
+                            f"MCP server {self.name!r} did not answer initialize within "
+                            f"{self.start_timeout:g} s ({self!r}){why}"
+                        )
                     ) from None
                 with contextlib.suppress(Exception):
                     await warm
@@ -239,11 +263,12 @@ class MCPServer(ToolSource):
         except BaseException as exc:
             if not ready.done():
                 leaf = _leaf(exc)
-                if not isinstance(leaf, MCPError):
-                    leaf = MCPError(
-                        f"MCP server {self.name!r} failed to start: {type(leaf).__name__}: {leaf}"
-                    )
-                ready.set_exception(leaf)
+                message = str(leaf) if isinstance(leaf, MCPError) else (
+                    f"MCP server {self.name!r} failed to start: {type(leaf).__name__}: {leaf}"
+                )  # fmt: skip
+                if self._stderr is not None:
+                    message = with_stderr(message, await self._stderr.settled_since(mark))
+                ready.set_exception(MCPError(self._hide(message)))
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -255,21 +280,50 @@ class MCPServer(ToolSource):
         if kind == "stdio":
             from mcp import StdioServerParameters, stdio_client
 
-            return stdio_client(StdioServerParameters(**spec), errlog=_errlog())
+            assert self._stderr is not None
+            command, args = _guarded(self.name, spec)
+            parameters = StdioServerParameters(
+                **{**spec, "command": command, "args": args},
+                # One invalid byte must not break the stream: it becomes U+FFFD.
+                encoding_error_handler="replace",
+            )
+            return stdio_client(parameters, errlog=self._stderr.open())
         import httpx2
 
         client = httpx2.AsyncClient(headers=spec["headers"], timeout=httpx2.Timeout(30, read=300))
         return _http(spec["url"], client)
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+        await self._ensure_started()
+        mark = self._stderr.mark if self._stderr is not None else 0
+        try:
+            return await self._call_once(name, arguments)
+        except MCPError as exc:
+            message = str(exc)
+            if self._stderr is not None:  # the cause an SDK server writes only there
+                message = with_stderr(message, await self._stderr.settled_since(mark))
+            raise MCPError(self._hide(message)) from None
+
+    async def _call_once(self, name: str, arguments: dict[str, Any]) -> Any:
         from mcp import MCPError as ProtocolError
 
-        await self._ensure_started()
-        session = self._session
-        if session is None:
+        session, owner = self._session, self._owner
+        if session is None or owner is None:
             raise MCPError(f"MCP server {self.name!r} is not running")
+        request = asyncio.ensure_future(
+            session.call_tool(name, arguments, read_timeout_seconds=self.timeout)
+        )
         try:
-            result = await session.call_tool(name, arguments, read_timeout_seconds=self.timeout)
+            # The session's task ending (a broken stream, a dead process) ends the call too.
+            await asyncio.wait({request, owner}, return_when=asyncio.FIRST_COMPLETED)
+            if not request.done():
+                request.cancel()
+                await self._stop()
+                raise MCPError(
+                    f"MCP server {self.name!r} stopped during the call; "
+                    "it is started again on the next call"
+                )
+            result = request.result()
         except ProtocolError as exc:
             if exc.code == -32000:  # CONNECTION_CLOSED: the process died or the link broke
                 await self._stop()
@@ -284,6 +338,9 @@ class MCPServer(ToolSource):
                 f"MCP server {self.name!r} failed during the call ({type(exc).__name__}: {exc}); "
                 "it is started again on the next call"
             ) from None
+        finally:
+            if not request.done():
+                request.cancel()
         return to_value(result)
 
     async def _stop(self) -> None:
@@ -343,16 +400,34 @@ def _stem(command: str) -> str:
     return base.rsplit(".", 1)[0] if base.endswith((".py", ".js", ".ts")) else base
 
 
-def _errlog() -> TextIO:
-    """Where a child's stderr goes: the process's real stderr (a kernel's log), never a cell."""
-    stream = sys.__stderr__
-    if stream is not None:
-        try:
-            stream.fileno()
-            return stream
-        except (OSError, ValueError, AttributeError):
-            pass
-    return open(os.devnull, "w")  # noqa: SIM115 - kept for the child's life
+GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
+
+
+def _guarded(name: str, spec: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The command line that starts a stdio server: under :mod:`.guard` on POSIX.
+
+    The command is looked up first (on the PATH the server gets), so a missing one
+    is a clear error at once.
+    """
+    import shutil
+
+    from mcp.client.stdio import get_default_environment
+
+    command, args = spec["command"], list(spec["args"])
+    path = {**get_default_environment(), **(spec.get("env") or {})}.get("PATH")
+    cwd = spec.get("cwd")
+    found = shutil.which(command, path=path) if os.sep not in command else None
+    if os.sep in command:
+        candidate = command if cwd is None else os.path.join(cwd, command)
+        found = candidate if os.access(candidate, os.X_OK) else None
+    if found is None:
+        raise MCPError(
+            f"MCP server {name!r} failed to start: no executable {command!r} "
+            + ("in its working directory" if os.sep in command else "on the PATH")
+        )
+    if sys.platform == "win32":  # pragma: no cover - the SDK's job object ends the tree there
+        return found, args
+    return sys.executable, ["-I", "-S", GUARD, found, *args]
 
 
 _atexit_registered = False
