@@ -101,6 +101,10 @@ class MCPServer(ToolSource):
         **options: Any,
     ) -> MCPServer:
         """A server run as a child process, speaking MCP over its stdin and stdout."""
+        if env is not None and not (
+            isinstance(env, Mapping) and all(isinstance(v, str) for v in env.values())
+        ):
+            raise ConfigError(f"MCPServer.stdio: env must map names to strings, not {type(env).__name__}")
         options.setdefault("name", _stem(args[0] if args and command in _RUNNERS else command))
         spec = {"command": command, "args": list(args), "env": dict(env or {}) or None}
         spec["cwd"] = None if cwd is None else os.fspath(cwd)
