@@ -12,7 +12,9 @@ helper holding it) does. Then it waits:
   SDK would have: SIGTERM, then SIGKILL after :data:`GRACE_S`. Helpers a server
   started (``npx``/``uvx`` launchers) are in the group and end with it.
 
-A closing SDK signals the group itself (TERM, then KILL), the guard included.
+A closing SDK signals the group itself (TERM, then KILL). The guard ignores the
+TERM, so a server that ignores it too is still ended when nbagent's process exits
+before its KILL is sent (a kernel exiting within its shutdown grace period).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ POLL_S = 0.2
 def end_group(grace: float = GRACE_S) -> None:
     """TERM the guard's process group, then KILL what is left after ``grace`` seconds."""
     group = os.getpgrp()
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the guard outlives its own TERM
     try:
         os.killpg(group, signal.SIGTERM)
     except ProcessLookupError:
@@ -79,7 +80,10 @@ def main(argv: list[str]) -> int:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
+    # Set after the start, so the server keeps the default actions. The guard outlives a
+    # TERM sent to the group: if nbagent is gone before it sends the KILL, the guard does.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
         try:
             return server.wait(timeout=POLL_S)
