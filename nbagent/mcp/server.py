@@ -88,6 +88,7 @@ class MCPServer(ToolSource):
             self._secrets = url_secrets(spec["url"], spec.get("headers"))
         remember(self._secrets)  # the history and the log redact them too
         self._stderr = StderrLines(name) if kind == "stdio" else None
+        self._command_line: tuple[str, list[str]] = ("", [])
         self.starts = 0
         """How many times the server was started (a restart after a crash adds one)."""
 
@@ -104,7 +105,8 @@ class MCPServer(ToolSource):
         if env is not None and not (
             isinstance(env, Mapping) and all(isinstance(v, str) for v in env.values())
         ):
-            raise ConfigError(f"MCPServer.stdio: env must map names to strings, not {type(env).__name__}")
+            kind = type(env).__name__
+            raise ConfigError(f"MCPServer.stdio: env must map names to strings, not {kind}")
         options.setdefault("name", _stem(args[0] if args and command in _RUNNERS else command))
         spec = {"command": command, "args": list(args), "env": dict(env or {}) or None}
         spec["cwd"] = None if cwd is None else os.fspath(cwd)
@@ -222,11 +224,17 @@ class MCPServer(ToolSource):
 
     async def _own(self, ready: asyncio.Future[list[Any]], closing: asyncio.Event) -> None:
         """The one task that enters, holds and leaves the server's session."""
+        self.starts += 1
+        mark = self._stderr.mark if self._stderr is not None else 0
+        try:
+            # Before importing the SDK: a missing command or script is an error at once.
+            self._command_line = _preflight(self.name, self._transport)
+        except MCPError as exc:
+            ready.set_exception(MCPError(self._hide(str(exc))))
+            return
         import anyio
         from mcp import ClientSession
 
-        self.starts += 1
-        mark = self._stderr.mark if self._stderr is not None else 0
         # The SDK validates results against output schemas with jsonschema, whose first
         # import can take seconds: import it in a thread while the server starts.
         warm = asyncio.get_running_loop().run_in_executor(None, _warm_imports)
@@ -285,7 +293,7 @@ class MCPServer(ToolSource):
             from mcp import StdioServerParameters, stdio_client
 
             assert self._stderr is not None
-            command, args = _guarded(self.name, spec)
+            command, args = self._command_line
             parameters = StdioServerParameters(
                 **{**spec, "command": command, "args": args},
                 # One invalid byte must not break the stream: it becomes U+FFFD.
@@ -407,28 +415,39 @@ def _stem(command: str) -> str:
 GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
 
 
-def _guarded(name: str, spec: Mapping[str, Any]) -> tuple[str, list[str]]:
+_SCRIPTS = (".py", ".js", ".mjs", ".cjs", ".ts")
+
+
+def _preflight(name: str, transport: tuple[str, dict[str, Any]]) -> tuple[str, list[str]]:
     """The command line that starts a stdio server: under :mod:`.guard` on POSIX.
 
-    The command is looked up first (on the PATH the server gets), so a missing one
-    is a clear error at once.
+    The command is looked up first (on the PATH the server gets), and the script a
+    runner is given (``python server.py``), so a missing one is a clear error at once
+    rather than a closed connection after a process start.
     """
     import shutil
 
-    from mcp.client.stdio import get_default_environment
-
+    kind, spec = transport
+    if kind != "stdio":
+        return "", []
     command, args = spec["command"], list(spec["args"])
-    path = {**get_default_environment(), **(spec.get("env") or {})}.get("PATH")
-    cwd = spec.get("cwd")
-    found = shutil.which(command, path=path) if os.sep not in command else None
+    path = (spec.get("env") or {}).get("PATH", os.environ.get("PATH"))
+    cwd = spec.get("cwd") or os.getcwd()
     if os.sep in command:
-        candidate = command if cwd is None else os.path.join(cwd, command)
+        candidate = os.path.join(cwd, command)
         found = candidate if os.access(candidate, os.X_OK) else None
+    else:
+        found = shutil.which(command, path=path)
     if found is None:
         raise MCPError(
             f"MCP server {name!r} failed to start: no executable {command!r} "
             + ("in its working directory" if os.sep in command else "on the PATH")
         )
+    runner = _stem(command).startswith(("python", "node", "bun"))
+    script = args[0] if runner and args and args[0].endswith(_SCRIPTS) else ""
+    if script and not os.path.exists(os.path.join(cwd, script)):
+        raise MCPError(f"MCP server {name!r} failed to start: {command} cannot open {script}: "
+                       "no such file")  # fmt: skip
     if sys.platform == "win32":  # pragma: no cover - the SDK's job object ends the tree there
         return found, args
     return sys.executable, ["-I", "-S", GUARD, found, *args]

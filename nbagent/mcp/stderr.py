@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from typing import IO
+from typing import TextIO
 
 from .._internal.redaction import scrub
 from .._internal.safe_text import one_line
@@ -46,9 +46,9 @@ class StderrLines:
         self._count = 0
         self._last = 0.0
         self._lock = threading.Lock()
-        self._write: IO[str] | None = None
+        self._write: TextIO | None = None
 
-    def open(self) -> IO[str]:
+    def open(self) -> TextIO:
         """A new pipe for a starting process: returns the end to give the child as stderr."""
         self.close_writer()
         read_fd, write_fd = os.pipe()

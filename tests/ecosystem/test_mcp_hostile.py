@@ -168,16 +168,22 @@ def test_stderr_goes_to_the_nbagent_log(caplog):
             call_now(server, "fail", unit="parsec")
     finally:
         server.close()
-    assert any("stderr: ValueError: unknown unit 'parsec'" in r.getMessage() for r in caplog.records)
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("stderr: ValueError: unknown unit 'parsec'" in line for line in logged)
 
 
 def test_a_server_that_cannot_start_says_why_in_the_error(tmp_path):
+    # The cause is only on the server's stderr: it reaches the error.
+    script = tmp_path / "needs_config.py"
+    script.write_text("import sys\nsys.exit('needs_config: set DEMO_ROOT first')\n")
+    server = MCPServer.stdio(sys.executable, [str(script)])
+    with pytest.raises(MCPError, match="(?s)failed to start.*needs_config: set DEMO_ROOT first"):
+        server.get_tools()
+
     missing = tmp_path / "missing_server.py"
     server = MCPServer.stdio(sys.executable, [str(missing)])
-    with pytest.raises(MCPError) as caught:
+    with pytest.raises(MCPError, match=r"failed to start: .* cannot open .*missing_server\.py"):
         server.get_tools()
-    assert "failed to start" in str(caught.value)
-    assert "can't open file" in str(caught.value) and "missing_server.py" in str(caught.value)
 
     nowhere = MCPServer.stdio("nbagent-no-such-command", [])
     with pytest.raises(MCPError, match="no executable 'nbagent-no-such-command' on the PATH"):
@@ -186,7 +192,7 @@ def test_a_server_that_cannot_start_says_why_in_the_error(tmp_path):
 
 def test_agent_mcp_add_of_a_missing_script_names_the_cause(tmp_path):
     missing = str(tmp_path / "gone.py")
-    with pytest.raises(MCPError, match=r"(?s)failed to start.*can't open file.*gone\.py"):
+    with pytest.raises(ConfigError, match=r"failed to start: .* cannot open .*gone\.py"):
         mcp_command(["add", "gone", "--", sys.executable, missing])
     assert "gone" not in KERNEL_SERVERS
 
@@ -209,8 +215,10 @@ def test_repr_and_mcp_list_redact_flag_values_and_key_shaped_arguments():
 
 
 def test_url_query_parameters_and_passwords_named_like_secrets_are_redacted():
-    url = "http://user:pa55word-xyz@127.0.0.1:9/mcp?api_key=abcdef123456&region=eu&access_token=t0k3n-zzz"
-    server = MCPServer.http(url, headers={"Authorization": "Bearer header-secret-1"}, start_timeout=5)
+    url = "http://user:pa55word-xyz@127.0.0.1:9/mcp?api_key=abcdef123456&region=eu"
+    url += "&access_token=t0k3n-zzz"
+    headers = {"Authorization": "Bearer header-secret-1"}
+    server = MCPServer.http(url, headers=headers, start_timeout=5)
     shown = repr(server)
     assert "pa55word" not in shown and "abcdef123456" not in shown and "t0k3n" not in shown
     assert "region=eu" in shown and "api_key=[redacted]" in shown
@@ -261,3 +269,39 @@ def test_mcp_servers_fields_of_the_wrong_type_are_config_errors(tmp_path, entry,
         servers_from_config(path)
     with pytest.raises(ConfigError, match="env must map names to strings"):
         MCPServer.stdio("x", env="PATH=/evil")  # type: ignore[arg-type]
+
+
+# -- the same in a real kernel: the cell shows the cause in the panel, never raw stderr ---
+
+
+@pytest.mark.kernel
+def test_in_a_kernel_the_panel_shows_the_cause_and_the_cell_no_stderr(shared_kernel, tmp_path):
+    from tests.support.kernel import last_html, printed
+
+    shared_kernel.run(
+        "%load_ext nbagent\nimport nbagent\nfrom nbagent.magic import use\n"
+        "from nbagent.testing import ScriptedModel, call, reply\nnbagent.REGISTRY.clear()\n"
+        "def script(request):\n"
+        "    if not request.tool_results:\n"
+        "        return reply(calls=[call('fail', unit='miles')])\n"
+        "    return reply('the tool said: ' + request.tool_results[0].content[-60:])\n"
+        "use(nbagent.Agent(ScriptedModel(script), store=None))"
+    )
+    try:
+        shared_kernel.run(f"%agent mcp add raw -- {sys.executable} {RAW}")
+        _reply, messages = shared_kernel.execute("%%agent\nconvert 10 km to miles")
+        streams = printed(messages)
+        assert "Traceback" not in streams and "unknown unit" not in streams
+        panel = last_html(messages)
+        assert "unknown unit" in panel and "miles" in panel
+
+        # A missing script: the error says why, as a one-line usage error.
+        missing = tmp_path / "gone_server.py"
+        add = f"%agent mcp add gone -- {sys.executable} {missing}"
+        _reply, messages = shared_kernel.execute(add)
+        errors = [m["content"] for m in messages if m["msg_type"] == "error"]
+        assert errors and errors[0]["ename"] == "UsageError"
+        assert "cannot open" in errors[0]["evalue"] and "gone_server.py" in errors[0]["evalue"]
+        assert "Traceback" not in printed(messages)
+    finally:
+        shared_kernel.run("%agent mcp remove raw\nnbagent.REGISTRY.clear()")

@@ -1,11 +1,11 @@
 """A raw JSON-RPC MCP server (no SDK): newline-delimited JSON on stdin/stdout, hostile on demand.
 
-python raw_mcp.py                 # initialize, tools/list, tools/call of echo / pid / helper_pid / fail
-python raw_mcp.py --bad-utf8      # every answer to tools/call is preceded by a line with byte 0xff,
-                                  # and echo's text holds an invalid byte inside the JSON string
-python raw_mcp.py --stubborn      # ignores stdin EOF and SIGTERM, and starts a helper process
-                                  # (as npx/uvx launchers do) that ignores SIGTERM too
-python raw_mcp.py --secret-echo   # writes its argv to stderr at start (a server that logs its flags)
+python raw_mcp.py                # tools echo, pid, helper_pid, fail
+python raw_mcp.py --bad-utf8     # every answer to tools/call follows a line with byte 0xff,
+                                 # and echo's text holds an invalid byte inside the JSON string
+python raw_mcp.py --stubborn     # ignores stdin EOF and SIGTERM, and starts a helper process
+                                 # (as npx/uvx launchers do) that ignores SIGTERM too
+python raw_mcp.py --secret-echo  # writes its argv to stderr at start (logs its flags)
 
 ``fail`` writes a traceback-like block to stderr (as the SDK's server does for an unexpected
 exception), then answers with the SDK's generic "Error executing tool fail".
@@ -81,7 +81,7 @@ def main() -> None:
         print(f"starting with {' '.join(ARGV)}", file=sys.stderr, flush=True)
     if "--stubborn" in ARGV:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        helper = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+        helper = "import signal as s, time; s.signal(s.SIGTERM, s.SIG_IGN); time.sleep(600)"
         HELPER = subprocess.Popen([sys.executable, "-c", helper], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL)  # fmt: skip
     for line in sys.stdin.buffer:
