@@ -235,6 +235,7 @@ class MCPServer(ToolSource):
         import anyio
         from mcp import ClientSession
 
+        _quiet_sdk_parse_errors()
         # The SDK validates results against output schemas with jsonschema, whose first
         # import can take seconds: import it in a thread while the server starts.
         warm = asyncio.get_running_loop().run_in_executor(None, _warm_imports)
@@ -249,7 +250,10 @@ class MCPServer(ToolSource):
 
                 async def on_message(message: Any) -> None:
                     if isinstance(message, Exception):  # output that is not JSON-RPC
-                        bad_output.append(str(message).splitlines()[0][:200])
+                        line = str(message).splitlines()[0][:200]
+                        if len(bad_output) < 10:
+                            bad_output.append(line)
+                        logger.info("MCP server %s wrote what is not JSON-RPC: %s", self.name, line)
 
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=on_message)
@@ -365,6 +369,27 @@ class MCPServer(ToolSource):
             await asyncio.wait_for(asyncio.shield(owner), 10)
         if not owner.done():
             owner.cancel()
+
+
+class _DropParseErrors(logging.Filter):
+    """Drops the SDK's traceback for a stdout line that is not JSON-RPC.
+
+    A hostile or chatty server would otherwise put a 15-line traceback holding its
+    output into the cell for every such line (through logging's last-resort handler);
+    nbagent logs one redacted line instead (``on_message`` in :meth:`MCPServer._own`).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to parse JSONRPC message")
+
+
+_PARSE_ERRORS_FILTER = _DropParseErrors()
+
+
+def _quiet_sdk_parse_errors() -> None:
+    sdk_logger = logging.getLogger("mcp.client.stdio")
+    if _PARSE_ERRORS_FILTER not in sdk_logger.filters:
+        sdk_logger.addFilter(_PARSE_ERRORS_FILTER)
 
 
 def _warm_imports() -> None:

@@ -305,3 +305,14 @@ def test_in_a_kernel_the_panel_shows_the_cause_and_the_cell_no_stderr(shared_ker
         assert "Traceback" not in printed(messages)
     finally:
         shared_kernel.run("%agent mcp remove raw\nnbagent.REGISTRY.clear()")
+
+
+def test_stdout_garbage_is_one_log_line_not_a_traceback_on_stderr(capfd, caplog):
+    server = raw("--bad-utf8")
+    try:
+        with caplog.at_level("INFO", logger="nbagent"):
+            assert call_now(server, "echo", text="ECHO:x") == "ECHO:\ufffdx"
+    finally:
+        server.close()
+    assert "Traceback" not in capfd.readouterr().err
+    assert any("wrote what is not JSON-RPC" in r.getMessage() for r in caplog.records)
