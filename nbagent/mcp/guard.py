@@ -6,7 +6,8 @@ the guard starts the server in that group, handing it the pipes, and keeps none
 of them itself, so the server's stdout ends exactly when the server (and any
 helper holding it) does. Then it waits:
 
-- the server exits: the guard exits with its status (the SDK sees a crash as before);
+- the server exits: the guard ends what is left of the group (a helper the server
+  started and left behind), then exits with the server's status;
 - nbagent's process is gone (killed hard, so no ``atexit`` ran: a kernel restart
   after its grace period, the OOM killer): the guard ends the whole group, as the
   SDK would have: SIGTERM, then SIGKILL after :data:`GRACE_S`. Helpers a server
@@ -40,18 +41,21 @@ def end_group(grace: float = GRACE_S) -> None:
         return
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        if not _others_alive(group):
+        if _others_alive(group) is False:
             return
         time.sleep(0.02)
     os.killpg(group, signal.SIGKILL)  # the guard too: it has nothing left to do
 
 
-def _others_alive(group: int) -> bool:
-    """Whether a process of ``group`` other than the guard is still running (Linux: /proc)."""
+def _others_alive(group: int) -> bool | None:
+    """Whether a process of ``group`` other than the guard is still running.
+
+    Read from ``/proc`` (Linux); None where it cannot be told.
+    """
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return True  # cannot tell: wait out the grace period
+        return None
     me = os.getpid()
     for entry in entries:
         if not entry.isdigit() or int(entry) == me:
@@ -86,12 +90,18 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
         try:
-            return server.wait(timeout=POLL_S)
+            status = server.wait(timeout=POLL_S)
         except subprocess.TimeoutExpired:
-            pass
-        if os.getppid() != parent:
+            if os.getppid() != parent:
+                end_group()
+                return 1
+            continue
+        left = _others_alive(os.getpgrp())
+        if left:
             end_group()
-            return 1
+        elif left is None:  # cannot tell: ask them to go; the closing SDK kills the rest
+            os.killpg(os.getpgrp(), signal.SIGTERM)
+        return status
 
 
 if __name__ == "__main__":

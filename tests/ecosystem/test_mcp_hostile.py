@@ -100,6 +100,13 @@ def test_close_ends_a_server_that_ignores_eof_and_sigterm_and_its_helper():
     assert group_gone(pgid)
 
 
+def test_a_helper_left_behind_by_a_server_that_exits_is_ended_too():
+    server = raw("--leave-helper")
+    server_pid, helper_pid = stubborn_pids(server)
+    server.close()  # the server exits on stdin EOF at once; its helper would stay
+    assert wait_gone(server_pid) and wait_gone(helper_pid)
+
+
 @pytest.mark.parametrize("how", ["exit", "kill"])
 def test_no_stubborn_process_survives_its_parent(how):
     # "exit" runs atexit (a kernel shut down); "kill" does not (a kernel restart past its

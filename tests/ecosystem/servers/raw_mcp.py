@@ -5,6 +5,7 @@ python raw_mcp.py --bad-utf8     # every answer to tools/call follows a line wit
                                  # and echo's text holds an invalid byte inside the JSON string
 python raw_mcp.py --stubborn     # ignores stdin EOF and SIGTERM, and starts a helper process
                                  # (as npx/uvx launchers do) that ignores SIGTERM too
+python raw_mcp.py --leave-helper # starts such a helper, but exits on stdin EOF itself
 python raw_mcp.py --secret-echo  # writes its argv to stderr at start (logs its flags)
 
 ``fail`` writes a traceback-like block to stderr (as the SDK's server does for an unexpected
@@ -79,8 +80,9 @@ def main() -> None:
     global HELPER
     if "--secret-echo" in ARGV:
         print(f"starting with {' '.join(ARGV)}", file=sys.stderr, flush=True)
-    if "--stubborn" in ARGV:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if "--stubborn" in ARGV or "--leave-helper" in ARGV:
+        if "--stubborn" in ARGV:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         helper = "import signal as s, time; s.signal(s.SIGTERM, s.SIG_IGN); time.sleep(600)"
         HELPER = subprocess.Popen([sys.executable, "-c", helper], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL)  # fmt: skip
