@@ -282,7 +282,7 @@ class MCPServer(ToolSource):
                 message = str(leaf) if isinstance(leaf, MCPError) else (
                     f"MCP server {self.name!r} failed to start: {type(leaf).__name__}: {leaf}"
                 )  # fmt: skip
-                if self._stderr is not None:
+                if self._stderr is not None and isinstance(exc, Exception):  # not a cancel
                     message = with_stderr(message, await self._stderr.settled_since(mark))
                 ready.set_exception(MCPError(self._hide(message)))
             if not isinstance(exc, Exception):
