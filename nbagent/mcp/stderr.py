@@ -16,6 +16,7 @@ import collections
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
 from typing import TextIO
@@ -47,12 +48,14 @@ class StderrLines:
         self._last = 0.0
         self._lock = threading.Lock()
         self._write: TextIO | None = None
+        self._read_fd = -1
 
     def open(self) -> TextIO:
         """A new pipe for a starting process: returns the end to give the child as stderr."""
         self.close_writer()
         read_fd, write_fd = os.pipe()
         self._write = os.fdopen(write_fd, "w")
+        self._read_fd = read_fd
         reader = threading.Thread(
             target=self._read, args=(read_fd,), name=f"nbagent-mcp-stderr-{self.server}",
             daemon=True,
@@ -87,21 +90,57 @@ class StderrLines:
         """:meth:`since`, after waiting (briefly) for the server to finish writing."""
         began = time.monotonic()
         deadline = began + SETTLE_S
-        while (now := time.monotonic()) < deadline and now - max(self._last, began) < QUIET_S:
+        while (now := time.monotonic()) < deadline and (
+            now - max(self._last, began) < QUIET_S or _unread(self._read_fd)
+        ):
             await asyncio.sleep(QUIET_S / 4)
         return self.since(mark)
 
     def _read(self, fd: int) -> None:
-        with open(fd, "rb") as stream:
-            for raw in stream:
-                line = one_line(scrub(raw.decode("utf-8", "replace").rstrip("\r\n")))
-                if len(line) > LINE_CHARS:
-                    line = line[:LINE_CHARS] + "…"
-                with self._lock:
-                    self._lines.append((self._count, line))
-                    self._count += 1
-                    self._last = time.monotonic()
-                logger.info("MCP server %s stderr: %s", self.server, line)
+        # os.read, not a buffered file: bytes leave the pipe only as they become lines
+        # here, so settled_since can tell from the pipe that lines are still coming.
+        pending = b""
+        try:
+            while chunk := os.read(fd, 65536):
+                *lines, pending = (pending + chunk).split(b"\n")
+                for raw in lines:
+                    self._add(raw)
+                if len(pending) > LINE_CHARS * 100:  # no newline coming: keep memory bounded
+                    self._add(pending)
+                    pending = b""
+            if pending:
+                self._add(pending)
+        except OSError:
+            pass
+        finally:
+            if self._read_fd == fd:
+                self._read_fd = -1  # the number may be reused once closed
+            os.close(fd)
+
+    def _add(self, raw: bytes) -> None:
+        line = one_line(scrub(raw.decode("utf-8", "replace").rstrip("\r")))
+        if len(line) > LINE_CHARS:
+            line = line[:LINE_CHARS] + "…"
+        with self._lock:
+            self._lines.append((self._count, line))
+            self._count += 1
+            self._last = time.monotonic()
+        logger.info("MCP server %s stderr: %s", self.server, line)
+
+
+def _unread(fd: int) -> bool:
+    """Whether the pipe ``fd`` holds bytes not read yet (False where that cannot be asked)."""
+    if fd < 0:
+        return False
+    try:
+        import fcntl
+        import termios
+
+        size = bytearray(4)
+        fcntl.ioctl(fd, termios.FIONREAD, size)
+    except (ImportError, OSError):
+        return False
+    return int.from_bytes(size, sys.byteorder) > 0
 
 
 def with_stderr(message: str, lines: list[str]) -> str:
