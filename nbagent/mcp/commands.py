@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import ConfigError
 from .config import KERNEL_SERVERS, add_server, load_config, remove_server
 from .server import MCPServer
+from .tools import MCPError
 
 USAGE = """%agent mcp add NAME [--prefix P] [--allow a,b] [--timeout S] -- COMMAND ARGS...
 %agent mcp add NAME [options] URL     a streamable-HTTP server
@@ -27,7 +28,19 @@ USAGE = """%agent mcp add NAME [--prefix P] [--allow a,b] [--timeout S] -- COMMA
 
 
 def mcp_command(words: list[str]) -> str:
-    """Run one ``%agent mcp`` command; returns what to print."""
+    """Run one ``%agent mcp`` command; returns what to print.
+
+    Raises:
+        ConfigError: a mistake in the command, or a server that could not be started
+            (its error says why: the magic shows it as one line, not a traceback).
+    """
+    try:
+        return _command(words)
+    except MCPError as exc:
+        raise ConfigError(f"%agent mcp {words[0]}: {exc}") from None
+
+
+def _command(words: list[str]) -> str:
     if not words:
         return _list()
     command, rest = words[0], words[1:]

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._internal.redaction import scrub
 from ..errors import ConfigError
 from ..kernel import KERNEL_TOOL_NAMES, KERNEL_TOOLS_ORIGIN
 from ..tools import REGISTRY
@@ -53,21 +54,40 @@ def servers_from_config(data: Mapping[str, Any] | str | os.PathLike[str]) -> lis
     for name, entry in entries.items():
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{source}: server {name!r} is not an object")
-        options = {"name": name}
-        if entry.get("command"):
-            args = entry.get("args") or []
-            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-                raise ConfigError(f"{source}: server {name!r}: 'args' must be a list of strings")
-            servers.append(
-                MCPServer.stdio(
-                    entry["command"], args, env=entry.get("env"), cwd=entry.get("cwd"), **options
-                )
-            )
-        elif entry.get("url"):
-            servers.append(MCPServer.http(entry["url"], entry.get("headers"), **options))
-        else:
-            raise ConfigError(f"{source}: server {name!r} needs a 'command' or a 'url'")
+        servers.append(_server(source, str(name), entry))
     return servers
+
+
+def _server(source: str, name: str, entry: Mapping[str, Any]) -> MCPServer:
+    """One entry of ``mcpServers``; ConfigError names the server and the field that is wrong."""
+
+    def field(key: str, kind: type, what: str) -> Any:
+        value = entry.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise ConfigError(
+                f"{source}: server {name!r}: {key!r} must be {what}, "
+                f"not {type(value).__name__} {scrub(json.dumps(value, default=str)[:60])}"
+            )
+        return value
+
+    def strings(key: str, container: type, what: str) -> Any:
+        value = field(key, container, what)
+        items = value.values() if isinstance(value, Mapping) else value or []
+        if not all(isinstance(item, str) for item in items):
+            raise ConfigError(f"{source}: server {name!r}: {key!r} must be {what}")
+        return value
+
+    if entry.get("command"):
+        command = field("command", str, "a string")
+        args = strings("args", list, "a list of strings") or []
+        env = strings("env", Mapping, 'an object of strings, e.g. {"DEBUG": "1"}')
+        cwd = field("cwd", str, "a string (a folder)")
+        return MCPServer.stdio(command, args, env=env, cwd=cwd, name=name)
+    if entry.get("url"):
+        url = field("url", str, "a string")
+        headers = strings("headers", Mapping, "an object of strings")
+        return MCPServer.http(url, headers, name=name)
+    raise ConfigError(f"{source}: server {name!r} needs a 'command' or a 'url'")
 
 
 def add_server(server: MCPServer) -> list[str]:

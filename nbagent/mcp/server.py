@@ -19,11 +19,14 @@ import os
 import sys
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any
 
+from .._internal.redaction import remember
 from .._internal.threads import background_loop, run_in_background
 from ..errors import ConfigError
 from ..tools import ToolSource
+from .redact import command_secrets, hide, shown_command, shown_url, url_secrets
+from .stderr import StderrLines, with_stderr
 from .tools import MCPError, MCPTool, check_schema, to_value, wire_name
 
 logger = logging.getLogger("nbagent")
@@ -78,6 +81,14 @@ class MCPServer(ToolSource):
         self._closing: asyncio.Event | None = None
         self._starting: asyncio.Future[list[Any]] | None = None
         self._tools: list[MCPTool] | None = None
+        kind, spec = transport
+        if kind == "stdio":
+            self._secrets = command_secrets(spec["args"], spec.get("env"))
+        else:
+            self._secrets = url_secrets(spec["url"], spec.get("headers"))
+        remember(self._secrets)  # the history and the log redact them too
+        self._stderr = StderrLines(name) if kind == "stdio" else None
+        self._command_line: tuple[str, list[str]] = ("", [])
         self.starts = 0
         """How many times the server was started (a restart after a crash adds one)."""
 
@@ -91,6 +102,11 @@ class MCPServer(ToolSource):
         **options: Any,
     ) -> MCPServer:
         """A server run as a child process, speaking MCP over its stdin and stdout."""
+        if env is not None and not (
+            isinstance(env, Mapping) and all(isinstance(v, str) for v in env.values())
+        ):
+            kind = type(env).__name__
+            raise ConfigError(f"MCPServer.stdio: env must map names to strings, not {kind}")
         options.setdefault("name", _stem(args[0] if args and command in _RUNNERS else command))
         spec = {"command": command, "args": list(args), "env": dict(env or {}) or None}
         spec["cwd"] = None if cwd is None else os.fspath(cwd)
@@ -106,8 +122,15 @@ class MCPServer(ToolSource):
 
     def __repr__(self) -> str:
         kind, spec = self._transport
-        where = spec.get("url") or " ".join([spec["command"], *spec["args"]])
+        if kind == "stdio":
+            where = shown_command(spec["command"], spec["args"])
+        else:
+            where = shown_url(spec["url"])
         return f"MCPServer({self.name!r}, {kind}: {where})"
+
+    def _hide(self, text: str) -> str:
+        """An error message naming this server, with its credentials redacted."""
+        return hide(text, self._secrets)
 
     @property
     def origin(self) -> str:
@@ -201,21 +224,36 @@ class MCPServer(ToolSource):
 
     async def _own(self, ready: asyncio.Future[list[Any]], closing: asyncio.Event) -> None:
         """The one task that enters, holds and leaves the server's session."""
+        self.starts += 1
+        mark = self._stderr.mark if self._stderr is not None else 0
+        try:
+            # Before importing the SDK: a missing command or script is an error at once.
+            self._command_line = _preflight(self.name, self._transport)
+        except MCPError as exc:
+            ready.set_exception(MCPError(self._hide(str(exc))))
+            return
         import anyio
         from mcp import ClientSession
 
-        self.starts += 1
+        _quiet_sdk_parse_errors()
         # The SDK validates results against output schemas with jsonschema, whose first
         # import can take seconds: import it in a thread while the server starts.
         warm = asyncio.get_running_loop().run_in_executor(None, _warm_imports)
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._connect())
+                try:
+                    read, write = await stack.enter_async_context(self._connect())
+                finally:
+                    if self._stderr is not None:  # the child holds its own copy
+                        self._stderr.close_writer()
                 bad_output: list[str] = []
 
                 async def on_message(message: Any) -> None:
                     if isinstance(message, Exception):  # output that is not JSON-RPC
-                        bad_output.append(str(message).splitlines()[0][:200])
+                        line = str(message).splitlines()[0][:200]
+                        if len(bad_output) < 10:
+                            bad_output.append(line)
+                        logger.info("MCP server %s wrote what is not JSON-RPC: %s", self.name, line)
 
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=on_message)
@@ -227,8 +265,10 @@ class MCPServer(ToolSource):
                 except TimeoutError:
                     why = f"; it wrote what is not JSON-RPC: {bad_output[0]}" if bad_output else ""
                     raise MCPError(
-                        f"MCP server {self.name!r} did not answer initialize within "
-                        f"{self.start_timeout:g} s ({self!r}){why}"
+                        self._hide(
+                            f"MCP server {self.name!r} did not answer initialize within "
+                            f"{self.start_timeout:g} s ({self!r}){why}"
+                        )
                     ) from None
                 with contextlib.suppress(Exception):
                     await warm
@@ -239,11 +279,12 @@ class MCPServer(ToolSource):
         except BaseException as exc:
             if not ready.done():
                 leaf = _leaf(exc)
-                if not isinstance(leaf, MCPError):
-                    leaf = MCPError(
-                        f"MCP server {self.name!r} failed to start: {type(leaf).__name__}: {leaf}"
-                    )
-                ready.set_exception(leaf)
+                message = str(leaf) if isinstance(leaf, MCPError) else (
+                    f"MCP server {self.name!r} failed to start: {type(leaf).__name__}: {leaf}"
+                )  # fmt: skip
+                if self._stderr is not None and isinstance(exc, Exception):  # not a cancel
+                    message = with_stderr(message, await self._stderr.settled_since(mark))
+                ready.set_exception(MCPError(self._hide(message)))
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -255,21 +296,50 @@ class MCPServer(ToolSource):
         if kind == "stdio":
             from mcp import StdioServerParameters, stdio_client
 
-            return stdio_client(StdioServerParameters(**spec), errlog=_errlog())
+            assert self._stderr is not None
+            command, args = self._command_line
+            parameters = StdioServerParameters(
+                **{**spec, "command": command, "args": args},
+                # One invalid byte must not break the stream: it becomes U+FFFD.
+                encoding_error_handler="replace",
+            )
+            return stdio_client(parameters, errlog=self._stderr.open())
         import httpx2
 
         client = httpx2.AsyncClient(headers=spec["headers"], timeout=httpx2.Timeout(30, read=300))
         return _http(spec["url"], client)
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+        await self._ensure_started()
+        mark = self._stderr.mark if self._stderr is not None else 0
+        try:
+            return await self._call_once(name, arguments)
+        except MCPError as exc:
+            message = str(exc)
+            if self._stderr is not None:  # the cause an SDK server writes only there
+                message = with_stderr(message, await self._stderr.settled_since(mark))
+            raise MCPError(self._hide(message)) from None
+
+    async def _call_once(self, name: str, arguments: dict[str, Any]) -> Any:
         from mcp import MCPError as ProtocolError
 
-        await self._ensure_started()
-        session = self._session
-        if session is None:
+        session, owner = self._session, self._owner
+        if session is None or owner is None:
             raise MCPError(f"MCP server {self.name!r} is not running")
+        request = asyncio.ensure_future(
+            session.call_tool(name, arguments, read_timeout_seconds=self.timeout)
+        )
         try:
-            result = await session.call_tool(name, arguments, read_timeout_seconds=self.timeout)
+            # The session's task ending (a broken stream, a dead process) ends the call too.
+            await asyncio.wait({request, owner}, return_when=asyncio.FIRST_COMPLETED)
+            if not request.done():
+                request.cancel()
+                await self._stop()
+                raise MCPError(
+                    f"MCP server {self.name!r} stopped during the call; "
+                    "it is started again on the next call"
+                )
+            result = request.result()
         except ProtocolError as exc:
             if exc.code == -32000:  # CONNECTION_CLOSED: the process died or the link broke
                 await self._stop()
@@ -284,6 +354,9 @@ class MCPServer(ToolSource):
                 f"MCP server {self.name!r} failed during the call ({type(exc).__name__}: {exc}); "
                 "it is started again on the next call"
             ) from None
+        finally:
+            if not request.done():
+                request.cancel()
         return to_value(result)
 
     async def _stop(self) -> None:
@@ -296,6 +369,27 @@ class MCPServer(ToolSource):
             await asyncio.wait_for(asyncio.shield(owner), 10)
         if not owner.done():
             owner.cancel()
+
+
+class _DropParseErrors(logging.Filter):
+    """Drops the SDK's traceback for a stdout line that is not JSON-RPC.
+
+    A hostile or chatty server would otherwise put a 15-line traceback holding its
+    output into the cell for every such line (through logging's last-resort handler);
+    nbagent logs one redacted line instead (``on_message`` in :meth:`MCPServer._own`).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to parse JSONRPC message")
+
+
+_PARSE_ERRORS_FILTER = _DropParseErrors()
+
+
+def _quiet_sdk_parse_errors() -> None:
+    sdk_logger = logging.getLogger("mcp.client.stdio")
+    if _PARSE_ERRORS_FILTER not in sdk_logger.filters:
+        sdk_logger.addFilter(_PARSE_ERRORS_FILTER)
 
 
 def _warm_imports() -> None:
@@ -343,16 +437,45 @@ def _stem(command: str) -> str:
     return base.rsplit(".", 1)[0] if base.endswith((".py", ".js", ".ts")) else base
 
 
-def _errlog() -> TextIO:
-    """Where a child's stderr goes: the process's real stderr (a kernel's log), never a cell."""
-    stream = sys.__stderr__
-    if stream is not None:
-        try:
-            stream.fileno()
-            return stream
-        except (OSError, ValueError, AttributeError):
-            pass
-    return open(os.devnull, "w")  # noqa: SIM115 - kept for the child's life
+GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
+
+
+_SCRIPTS = (".py", ".js", ".mjs", ".cjs", ".ts")
+
+
+def _preflight(name: str, transport: tuple[str, dict[str, Any]]) -> tuple[str, list[str]]:
+    """The command line that starts a stdio server: under :mod:`.guard` on POSIX.
+
+    The command is looked up first (on the PATH the server gets), and the script a
+    runner is given (``python server.py``), so a missing one is a clear error at once
+    rather than a closed connection after a process start.
+    """
+    import shutil
+
+    kind, spec = transport
+    if kind != "stdio":
+        return "", []
+    command, args = spec["command"], list(spec["args"])
+    path = (spec.get("env") or {}).get("PATH", os.environ.get("PATH"))
+    cwd = spec.get("cwd") or os.getcwd()
+    if os.sep in command:
+        candidate = os.path.join(cwd, command)
+        found = candidate if os.access(candidate, os.X_OK) else None
+    else:
+        found = shutil.which(command, path=path)
+    if found is None:
+        raise MCPError(
+            f"MCP server {name!r} failed to start: no executable {command!r} "
+            + ("in its working directory" if os.sep in command else "on the PATH")
+        )
+    runner = _stem(command).startswith(("python", "node", "bun"))
+    script = args[0] if runner and args and args[0].endswith(_SCRIPTS) else ""
+    if script and not os.path.exists(os.path.join(cwd, script)):
+        raise MCPError(f"MCP server {name!r} failed to start: {command} cannot open {script}: "
+                       "no such file")  # fmt: skip
+    if sys.platform == "win32":  # pragma: no cover - the SDK's job object ends the tree there
+        return found, args
+    return sys.executable, ["-I", "-S", GUARD, found, *args]
 
 
 _atexit_registered = False

@@ -255,7 +255,10 @@ def test_is_error_results_become_error_results(server):
     _agent, result = run_calls(server, call("fail", message="boom"))
     tool_result = result.rounds[0].results[0]
     assert not tool_result.ok
-    assert tool_result.error == "MCPError: Error executing tool fail"
+    # The SDK sends only its generic text; the cause is in the server's stderr,
+    # whose lines written during the call reach the model and the panel.
+    assert tool_result.error.startswith("MCPError: Error executing tool fail\n")
+    assert "ValueError: boom" in tool_result.error and "ValueError: boom" in tool_result.content
 
 
 def test_invalid_arguments_are_refused_before_the_server_is_called(server):
