@@ -28,7 +28,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (5, ("nbagent.run",)),  # the run engine: loop, steps, budgets, status lines
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render", "nbagent.tracing")),
     (7, ("nbagent.agent",)),
-    (8, ("nbagent.magic", "nbagent.widget", "nbagent.live", "nbagent.terminal",
+    (8, ("nbagent.magic", "nbagent.widget", "nbagent.chat", "nbagent.live", "nbagent.terminal",
          "nbagent.demo", "nbagent.cli", "nbagent.__init__")),
 ]  # fmt: skip
 SIBLINGS = {6}

@@ -25,19 +25,19 @@ print("returned", type(task).__name__, chat.busy)
 """,
     """
 result = await task
-print(repr(result.output), chat.status.value, chat.busy)
+print(repr(result.output), chat.status, chat.busy)
 """,
     """
 slow = chat.submit("talk a lot")
 await asyncio.sleep(0.5)  # the kernel is free: the task streams meanwhile
-print("streaming", chat.busy, "word word" in chat.transcript.children[-1].value)
+print("streaming", chat.busy, "word word" in chat.live["html"])
 started = time.monotonic()
 chat.stop()
 stopped = await slow
-print("stopped", stopped.stop_reason, time.monotonic() - started < 1.0, chat.status.value)
+print("stopped", stopped.stop_reason, time.monotonic() - started < 1.0, chat.status)
 """,
     """
-print("next", repr((await chat.submit("again")).output), len(chat.transcript.children))
+print("next", repr((await chat.submit("again")).output), len(chat.turns))
 """,
 ]
 

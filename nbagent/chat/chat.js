@@ -1,0 +1,240 @@
+// nbagent ChatWidget front end: an anywidget ES module, shipped as is (no build step).
+//
+// It draws what the Python object holds (turns, the live turn, status, approvals)
+// and turns keys and clicks into one message each ({kind: "submit", text}), which
+// the Python side answers by calling its public method of the same name. Turn HTML
+// comes from nbagent's renderer, which escapes everything a model or tool wrote,
+// so it is set as markup here.
+
+function element(tag, className, attributes = {}) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  return node;
+}
+
+function button(label, className, title) {
+  const node = element("button", `nbagent-button ${className}`, { type: "button" });
+  node.textContent = label;
+  if (title) node.title = title;
+  return node;
+}
+
+function render({ model, el }) {
+  const root = element("div", "nbagent-chat");
+  const header = element("div", "nbagent-chat-header");
+  const status = element("div", "nbagent-chat-status", { role: "status" });
+  const newChat = button("New chat", "nbagent-chat-new", "Start over");
+  header.append(status, newChat);
+
+  // The transcript is a log: screen readers hear new turns; the streamed turn has
+  // its own polite live region, marked busy while it streams.
+  const scroller = element("div", "nbagent-chat-scroller");
+  const log = element("div", "nbagent-chat-transcript", {
+    role: "log",
+    "aria-label": "Chat transcript",
+    "aria-live": "off",
+  });
+  const liveRegion = element("div", "nbagent-chat-live", {
+    "aria-live": "polite",
+    "aria-atomic": "false",
+  });
+  scroller.append(log, liveRegion);
+
+  const approvals = element("div", "nbagent-chat-approvals");
+  const inputRow = element("div", "nbagent-chat-input");
+  const area = element("textarea", "nbagent-chat-textarea", {
+    rows: "3",
+    "aria-label": "Message",
+  });
+  const buttons = element("div", "nbagent-chat-buttons");
+  const send = button("Send", "nbagent-chat-send nbagent-primary", "Send (Enter)");
+  const stop = button("Stop", "nbagent-chat-stop", "Stop the reply (Esc)");
+  buttons.append(send, stop);
+  inputRow.append(area, buttons);
+  root.append(header, scroller, approvals, inputRow);
+  el.append(root);
+
+  const drawn = []; // the HTML of each finished turn as drawn, to redraw only changes
+
+  function nearBottom() {
+    return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+  }
+
+  function stickToBottom(wasNearBottom) {
+    if (wasNearBottom) scroller.scrollTop = scroller.scrollHeight;
+  }
+
+  function turnNode(turn, index) {
+    const node = element("div", "nbagent-turn-view", {
+      role: "article",
+      "aria-label": `Turn ${index + 1}`,
+    });
+    node.innerHTML = turn.html;
+    return node;
+  }
+
+  function drawTurns() {
+    const wasNearBottom = nearBottom();
+    const turns = model.get("turns") || [];
+    // Finished turns never change, so a new list is the old one plus some: append.
+    // Anything else (New chat, another state) redraws from scratch.
+    const same = drawn.length <= turns.length && drawn.every((html, i) => turns[i].html === html);
+    if (!same) {
+      log.replaceChildren();
+      drawn.length = 0;
+    }
+    const fragment = document.createDocumentFragment();
+    for (let i = drawn.length; i < turns.length; i += 1) {
+      fragment.append(turnNode(turns[i], i));
+      drawn.push(turns[i].html);
+    }
+    log.append(fragment);
+    stickToBottom(wasNearBottom);
+  }
+
+  function drawLive() {
+    const wasNearBottom = nearBottom();
+    const live = model.get("live") || {};
+    liveRegion.innerHTML = live.html || "";
+    liveRegion.setAttribute("aria-busy", live.html ? "true" : "false");
+    stickToBottom(wasNearBottom);
+  }
+
+  function drawStatus() {
+    status.textContent = model.get("status");
+    const busy = model.get("busy");
+    send.disabled = busy;
+    stop.disabled = !busy;
+    root.classList.toggle("nbagent-busy", busy);
+  }
+
+  function drawApprovals() {
+    approvals.replaceChildren();
+    for (const call of model.get("approvals") || []) {
+      const row = element("div", "nbagent-chat-approval", {
+        role: "group",
+        "aria-label": `Approval for ${call.tool}`,
+      });
+      if (call.code_html) {
+        const code = element("div", "nbagent-chat-approval-code");
+        code.innerHTML = call.code_html; // escaped and highlighted by nbagent
+        row.append(code);
+      }
+      const line = element("div", "nbagent-chat-approval-line");
+      const question = element("span", "nbagent-chat-question");
+      question.textContent = call.question;
+      line.append(question);
+      const choices = [
+        ["Approve", "approve", "nbagent-chat-approve nbagent-primary"],
+        ["Allow for this run", "allow_for_run", "nbagent-chat-allow-run"],
+        ["Deny", "deny", "nbagent-chat-deny nbagent-danger"],
+      ];
+      for (const [label, kind, className] of choices) {
+        const choice = button(label, className);
+        choice.addEventListener("click", () => model.send({ kind, id: call.id }));
+        line.append(choice);
+      }
+      row.append(line);
+      approvals.append(row);
+    }
+  }
+
+  function drawPlaceholder() {
+    const enter = model.get("send_on") === "enter";
+    root.classList.toggle("nbagent-send-enter", enter);
+    root.classList.toggle("nbagent-send-shift-enter", !enter);
+    area.placeholder = enter
+      ? "Message (Enter to send, Shift+Enter for a new line, Esc to stop)"
+      : "Message (Shift+Enter to send, Enter for a new line, Esc to stop)";
+    scroller.style.maxHeight = model.get("height");
+  }
+
+  function submit() {
+    const text = area.value;
+    if (!text.trim() || model.get("busy")) return;
+    area.value = "";
+    model.send({ kind: "submit", text });
+  }
+
+  function lastPrompt() {
+    const live = model.get("live") || {};
+    if (live.prompt) return live.prompt;
+    const turns = model.get("turns") || [];
+    return turns.length ? turns[turns.length - 1].prompt : "";
+  }
+
+  function onKey(event) {
+    if (event.isComposing) return;
+    if (event.key === "Escape") {
+      // Esc stops the run; the notebook does not take it (it would leave edit mode).
+      event.stopPropagation();
+      if (model.get("busy")) {
+        event.preventDefault();
+        model.send({ kind: "stop" });
+      }
+      return;
+    }
+    if (event.key === "ArrowUp" && area.value === "" && !event.shiftKey) {
+      const prompt = lastPrompt();
+      if (prompt) {
+        event.preventDefault();
+        area.value = prompt;
+        area.setSelectionRange(prompt.length, prompt.length);
+      }
+      return;
+    }
+    if (event.key !== "Enter" || event.altKey) return;
+    // The notebook must not see Enter keys typed here (Shift+Enter would run the cell).
+    event.stopPropagation();
+    const shiftSends = model.get("send_on") === "shift-enter";
+    const sends = (shiftSends ? event.shiftKey : !event.shiftKey) || event.ctrlKey || event.metaKey;
+    if (!sends) return; // the textarea adds the newline itself
+    event.preventDefault();
+    submit();
+  }
+
+  function onMessage(message) {
+    if (message && message.kind === "restore" && area.value === "") area.value = message.text;
+  }
+
+  area.addEventListener("keydown", onKey);
+  root.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && event.target !== area && model.get("busy")) {
+      event.stopPropagation();
+      model.send({ kind: "stop" });
+    }
+  });
+  send.addEventListener("click", submit);
+  stop.addEventListener("click", () => model.send({ kind: "stop" }));
+  newChat.addEventListener("click", () => model.send({ kind: "new_chat" }));
+
+  model.on("change:turns", drawTurns);
+  model.on("change:live", drawLive);
+  model.on("change:status", drawStatus);
+  model.on("change:busy", drawStatus);
+  model.on("change:approvals", drawApprovals);
+  model.on("change:send_on", drawPlaceholder);
+  model.on("change:height", drawPlaceholder);
+  model.on("msg:custom", onMessage);
+
+  drawPlaceholder();
+  drawTurns();
+  drawLive();
+  drawStatus();
+  drawApprovals();
+  scroller.scrollTop = scroller.scrollHeight;
+
+  return () => {
+    model.off("change:turns", drawTurns);
+    model.off("change:live", drawLive);
+    model.off("change:status", drawStatus);
+    model.off("change:busy", drawStatus);
+    model.off("change:approvals", drawApprovals);
+    model.off("change:send_on", drawPlaceholder);
+    model.off("change:height", drawPlaceholder);
+    model.off("msg:custom", onMessage);
+  };
+}
+
+export default { render };
