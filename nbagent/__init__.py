@@ -104,4 +104,3 @@ def __getattr__(name: str) -> typing.Any:
 
         return ChatWidget
     raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
-

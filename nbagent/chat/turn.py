@@ -39,10 +39,12 @@ class Turn:
 
     @property
     def transcript(self) -> Transcript:
+        """The run's live transcript."""
         return self.run.transcript
 
     @property
     def result(self) -> RunResult | None:
+        """The run's result once it has ended."""
         return self.run.result
 
     def html(self) -> str:
@@ -68,10 +70,12 @@ class Turn:
     # -- the sink ----------------------------------------------------------------------
 
     def start(self, transcript: Transcript) -> None:
+        """The run began: show the turn."""
         if self.chat._is_current(self):
             self.chat.live = self.state()
 
     def update(self, transcript: Transcript) -> None:
+        """New text or a new status (throttled by the driver): redraw the live turn."""
         if not self.chat._is_current(self):
             return  # new_chat() dropped this turn: finish quietly
         # The run's status line; "Waiting for approval" stays while a question is open.
@@ -82,9 +86,11 @@ class Turn:
         self.chat.live = self.state()
 
     async def ask(self, call: ToolCall, tool: Tool) -> tuple[bool, str]:
+        """A call needs consent: wait for the user's answer in the widget."""
         return await self.chat._ask_user(call)
 
     def finish(self, transcript: Transcript, *, error: BaseException | None) -> None:
+        """The run ended: hand the turn to the widget's finished turns."""
         if not self.chat._is_current(self):
             return
         self.chat._turn_finished(self, error)

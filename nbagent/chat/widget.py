@@ -291,8 +291,11 @@ class ChatWidget(anywidget.AnyWidget):
 
 
 def _approval_state(call: ToolCall) -> dict[str, str]:
-    """What the page shows for a waiting call: a plain-text question, and for
-    ``run_python`` the whole code, highlighted (escaped HTML)."""
+    """What the page shows for a waiting call.
+
+    A plain-text question, and for ``run_python`` the whole code, highlighted
+    (escaped HTML).
+    """
     code = code_of(call)
     if code is None:
         question = f"Allow {call_signature(call, limit=APPROVAL_LIMIT)}?"

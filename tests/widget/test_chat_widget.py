@@ -14,9 +14,9 @@ import time
 import pytest
 
 from nbagent import Agent, tool
+from nbagent.chat import ChatWidget
 from nbagent.render import render_result_html
 from nbagent.testing import ScriptedModel, call, reply
-from nbagent.chat import ChatWidget
 
 
 def transcript_html(chat: ChatWidget) -> str:

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from nbagent import Agent
-from nbagent.testing import ScriptedModel, call, reply
 from nbagent.chat import ChatWidget
+from nbagent.testing import ScriptedModel, call, reply
 
 
 @pytest.fixture
