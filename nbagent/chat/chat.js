@@ -21,7 +21,9 @@ function button(label, className, title) {
 }
 
 function render({ model, el }) {
-  const root = element("div", "nbagent-chat");
+  // JupyterLab's shortcuts (Shift+Enter runs the cell, Esc leaves edit mode) must not
+  // fire for keys typed in the chat: Lumino skips elements marked like this.
+  const root = element("div", "nbagent-chat", { "data-lm-suppress-shortcuts": "true" });
   const header = element("div", "nbagent-chat-header");
   const status = element("div", "nbagent-chat-status", { role: "status" });
   const newChat = button("New chat", "nbagent-chat-new", "Start over");
@@ -39,7 +41,11 @@ function render({ model, el }) {
     "aria-live": "polite",
     "aria-atomic": "false",
   });
-  scroller.append(log, liveRegion);
+  // A column-reverse scroller starts at its bottom and stays there as turns grow (the
+  // browser anchors it), unless the reader has scrolled up.
+  const column = element("div", "nbagent-chat-column");
+  column.append(log, liveRegion);
+  scroller.append(column);
 
   const approvals = element("div", "nbagent-chat-approvals");
   const inputRow = element("div", "nbagent-chat-input");
@@ -57,14 +63,6 @@ function render({ model, el }) {
 
   const drawn = []; // the HTML of each finished turn as drawn, to redraw only changes
 
-  function nearBottom() {
-    return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
-  }
-
-  function stickToBottom(wasNearBottom) {
-    if (wasNearBottom) scroller.scrollTop = scroller.scrollHeight;
-  }
-
   function turnNode(turn, index) {
     const node = element("div", "nbagent-turn-view", {
       role: "article",
@@ -75,7 +73,6 @@ function render({ model, el }) {
   }
 
   function drawTurns() {
-    const wasNearBottom = nearBottom();
     const turns = model.get("turns") || [];
     // Finished turns never change, so a new list is the old one plus some: append.
     // Anything else (New chat, another state) redraws from scratch.
@@ -90,15 +87,12 @@ function render({ model, el }) {
       drawn.push(turns[i].html);
     }
     log.append(fragment);
-    stickToBottom(wasNearBottom);
   }
 
   function drawLive() {
-    const wasNearBottom = nearBottom();
     const live = model.get("live") || {};
     liveRegion.innerHTML = live.html || "";
     liveRegion.setAttribute("aria-busy", live.html ? "true" : "false");
-    stickToBottom(wasNearBottom);
   }
 
   function drawStatus() {
@@ -189,7 +183,14 @@ function render({ model, el }) {
     event.stopPropagation();
     const shiftSends = model.get("send_on") === "shift-enter";
     const sends = (shiftSends ? event.shiftKey : !event.shiftKey) || event.ctrlKey || event.metaKey;
-    if (!sends) return; // the textarea adds the newline itself
+    if (!sends) {
+      // Insert the newline ourselves: the notebook's own handlers cancel the default
+      // of some Enter keys (Shift+Enter) before the textarea would see it.
+      event.preventDefault();
+      area.setRangeText("\n", area.selectionStart, area.selectionEnd, "end");
+      area.dispatchEvent(new Event("input", { bubbles: true }));
+      return;
+    }
     event.preventDefault();
     submit();
   }
@@ -223,7 +224,6 @@ function render({ model, el }) {
   drawLive();
   drawStatus();
   drawApprovals();
-  scroller.scrollTop = scroller.scrollHeight;
 
   return () => {
     model.off("change:turns", drawTurns);

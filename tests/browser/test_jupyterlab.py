@@ -159,8 +159,9 @@ def lab(browser: Any, jupyterlab: Any, notebook: str, artifacts: Path) -> Any:
 
 def test_enter_sends_and_panels_and_answer_appear(lab: Notebook, artifacts: Path) -> None:
     page = lab.page
-    # The key script shipped inside the widget ran in JupyterLab (trusted live output).
-    page.wait_for_function("window.__nbagentChatKeys === true")
+    # The ES module front end drew the widget (anywidget's lab extension loaded it).
+    lab.textarea.wait_for()
+    assert lab.chat.locator("[role=log]").count() == 1
     assert lab.status.inner_text() == "Ready"
     lab.textarea.fill("How many cities?")
     lab.textarea.press("Enter")
@@ -258,7 +259,7 @@ def test_approve_button_runs_the_tool(lab: Notebook, artifacts: Path) -> None:
     lab.textarea.press("Enter")
     row = lab.chat.locator(".nbagent-chat-approval")
     row.wait_for(timeout=30_000)
-    assert row.locator(".widget-label").inner_text() == (
+    assert row.locator(".nbagent-chat-question").inner_text() == (
         'Allow delete_file(path="/tmp/report.csv")?'
     )
     lab.wait_status("Waiting for approval: delete_file")
