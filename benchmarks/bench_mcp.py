@@ -15,7 +15,7 @@ of ``add(a, b)``:
 * ``MCPTool, other loop``: the same from another event loop (Jupyter's ``await agent.run``),
   which adds the hand-over between threads.
 
-Start time: ``MCPServer.stdio(...).nbagent_tools()`` (spawn, initialize, list tools),
+Start time: ``MCPServer.stdio(...).get_tools()`` (spawn, initialize, list tools),
 against starting a Python process that only imports the SDK's server module.
 Goal: overhead under 5 ms per call after start.
 """
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
-from nbagent._internal.sync import run_in_background  # noqa: E402
+from nbagent._internal.threads import run_in_background  # noqa: E402
 from nbagent.mcp import MCPServer  # noqa: E402
 from nbagent.messages import ToolCall  # noqa: E402
 from nbagent.tools import Tool, execute_round  # noqa: E402
@@ -89,7 +89,7 @@ def main() -> None:
     for _ in range(starts):
         server = MCPServer.stdio(sys.executable, [DEMO])
         began = time.perf_counter()
-        tools = {t.name: t for t in server.nbagent_tools()}
+        tools = {t.name: t for t in server.get_tools()}
         start_times.append(time.perf_counter() - began)
         server.close()
 
@@ -100,7 +100,7 @@ def main() -> None:
     plain = per_call(run_in_background(lambda: rounds(Tool(add), n)), n)
     sdk = per_call(asyncio.run(sdk_calls(n)), n)
     server = MCPServer.stdio(sys.executable, [DEMO])
-    tools = {t.name: t for t in server.nbagent_tools()}
+    tools = {t.name: t for t in server.get_tools()}
     run_in_background(lambda: rounds(tools["add"], 10))  # warm up
     mcp_round = per_call(run_in_background(lambda: rounds(tools["add"], n)), n)
     other_loop = per_call(asyncio.run(rounds(tools["add"], n)), n)

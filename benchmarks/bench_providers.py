@@ -2,18 +2,22 @@
 
 Run: ``python benchmarks/bench_providers.py [--reps N]``
 
-The server (tests/support/servers.py, a real HTTP/1.1 server on 127.0.0.1) answers
-every Chat Completions request at once: a tool call ``add(a, b)`` for rounds 1-9
-and a short answer in round 10, as one JSON body or as an SSE stream. Measured in
-the same run, per round (one model request + one tool call):
+The server (tests/support/servers.py, a real HTTP/1.1 server on 127.0.0.1, in its
+own process) answers every Chat Completions request at once: a tool call
+``add(a, b)`` for rounds 1-9 and a short answer in round 10, as one JSON body or
+as an SSE stream. Every contender sends the same requests; they run interleaved
+(round-robin, one lap each in turn), so a busy machine's slow moments hit all of
+them alike. Per round (one model request + one tool call):
 
-* ``raw httpx``: a synchronous httpx.Client loop with minimal JSON handling
-  (the baseline; the ratio column is relative to it),
-* ``nbagent``: Agent(OpenAIProvider) awaited on an asyncio loop,
-* ``pydantic-ai``: pydantic_ai.Agent with its OpenAI chat model (if installed;
-  ``pip install 'nbagent[bench]'``).
-
-Goal: nbagent <= 2x raw httpx.
+* ``raw async``: an asyncio + httpx.AsyncClient loop with minimal JSON handling,
+* ``nbagent async``: ``await Agent(OpenAIProvider).run(...)`` on the same loop
+  (ratio to ``raw async``; goal: within 5 % non-streamed, <= 0.80x streamed),
+* ``raw sync``: the same loop on a synchronous httpx.Client,
+* ``run_sync``: ``Agent.run_sync`` (what ``%%agent`` uses), no history,
+* ``history``: ``Agent.run_sync`` writing history to a temporary file
+  (both ratios to ``raw sync``; goal: <= 2.0x non-streamed, <= 1.6x streamed),
+* ``pydantic-ai``: pydantic_ai.Agent with its OpenAI chat model, if installed
+  (``pip install 'nbagent[bench]'``; ratio to ``raw async``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import json
 import multiprocessing
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -117,59 +122,126 @@ def responder(request: RecordedRequest) -> Reply:
 
 
 # --------------------------------------------------------------------------- clients
+# The raw loops: no framework, minimal JSON handling; the sync and async twins share
+# everything but the HTTP calls.
+
+
+def _raw_body(messages: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "gpt-bench", "messages": messages, "tools": TOOL_DECL}
+    if stream:
+        body["stream"] = True
+    return body
+
+
+class _RawStream:
+    """Collects one streamed reply's text and tool calls from its SSE lines."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+
+    def feed(self, line: str) -> None:
+        if not line.startswith("data: {"):
+            return
+        for choice in json.loads(line[6:])["choices"]:
+            delta = choice["delta"]
+            if delta.get("content"):
+                self.text.append(delta["content"])
+            for tc in delta.get("tool_calls") or ():
+                slot = self.calls.setdefault(tc["index"], {"id": tc.get("id"), "args": ""})
+                slot["name"] = tc["function"].get("name") or slot.get("name")
+                slot["args"] += tc["function"]["arguments"]
+
+    def message(self) -> dict[str, Any]:
+        calls = [
+            {"id": c["id"], "function": {"name": c["name"], "arguments": c["args"]}}
+            for c in self.calls.values()
+        ]
+        return {"content": "".join(self.text), "tool_calls": calls}
+
+
+def _raw_step(messages: list[dict[str, Any]], message: dict[str, Any]) -> str | None:
+    """Run the reply's tool calls into ``messages``; the answer when there are none."""
+    tool_calls = message.get("tool_calls") or []
+    if not tool_calls:
+        return message.get("content") or ""
+    messages.append({"role": "assistant", "content": "", "tool_calls": tool_calls})
+    for tc in tool_calls:
+        args = json.loads(tc["function"]["arguments"])
+        messages.append({"role": "tool", "tool_call_id": tc["id"], "content": str(add(**args))})
+    return None
 
 
 def run_raw(url: str, client: httpx.Client, stream: bool) -> str:
-    """The baseline: a plain loop, minimal JSON handling, no framework."""
+    """The synchronous baseline."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
     while True:
-        body: dict[str, Any] = {"model": "gpt-bench", "messages": messages, "tools": TOOL_DECL}
+        body = _raw_body(messages, stream)
         if stream:
-            body["stream"] = True
-            text, calls = [], {}
+            collected = _RawStream()
             with client.stream("POST", url + "/chat/completions", json=body) as response:
                 for line in response.iter_lines():
-                    if not line.startswith("data: {"):
-                        continue
-                    for choice in json.loads(line[6:])["choices"]:
-                        delta = choice["delta"]
-                        if delta.get("content"):
-                            text.append(delta["content"])
-                        for tc in delta.get("tool_calls") or ():
-                            slot = calls.setdefault(tc["index"], {"id": tc.get("id"), "args": ""})
-                            slot["name"] = tc["function"].get("name") or slot.get("name")
-                            slot["args"] += tc["function"]["arguments"]
-            tool_calls = [
-                {"id": c["id"], "function": {"name": c["name"], "arguments": c["args"]}}
-                for c in calls.values()
-            ]
-            content = "".join(text)
+                    collected.feed(line)
+            message = collected.message()
         else:
-            message = client.post(url + "/chat/completions", json=body).json()["choices"][0][
-                "message"
-            ]
-            tool_calls, content = message.get("tool_calls") or [], message.get("content")
-        if not tool_calls:
-            return content or ""
-        messages.append({"role": "assistant", "content": "", "tool_calls": tool_calls})
-        for tc in tool_calls:
-            args = json.loads(tc["function"]["arguments"])
-            messages.append({"role": "tool", "tool_call_id": tc["id"], "content": str(add(**args))})
+            response = client.post(url + "/chat/completions", json=body)
+            message = response.json()["choices"][0]["message"]
+        answer = _raw_step(messages, message)
+        if answer is not None:
+            return answer
 
 
-def make_nbagent(url: str, stream: bool, store: Any = None) -> Callable[[], Any]:
+async def run_raw_async(url: str, client: httpx.AsyncClient, stream: bool) -> str:
+    """The asyncio baseline."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
+    while True:
+        body = _raw_body(messages, stream)
+        if stream:
+            collected = _RawStream()
+            async with client.stream("POST", url + "/chat/completions", json=body) as response:
+                async for line in response.aiter_lines():
+                    collected.feed(line)
+            message = collected.message()
+        else:
+            response = await client.post(url + "/chat/completions", json=body)
+            message = response.json()["choices"][0]["message"]
+        answer = _raw_step(messages, message)
+        if answer is not None:
+            return answer
+
+
+def _agent(url: str, stream: bool, store: Any = None) -> Any:
     from nbagent import Agent
     from nbagent.providers.openai import OpenAIProvider
     from nbagent.tools import Tool
 
     provider = OpenAIProvider("gpt-bench", base_url=url, api_key="sk-bench", env={})
-    agent = Agent(provider, tools=[Tool(add)], stream=stream, max_rounds=ROUNDS + 1, store=store)
+    return Agent(provider, tools=[Tool(add)], stream=stream, max_rounds=ROUNDS + 1, store=store)
+
+
+def _check(result: Any) -> str:
+    assert result.output.strip() == ANSWER and len(result.rounds) == ROUNDS - 1, result
+    return str(result.output)
+
+
+def make_nbagent(url: str, stream: bool) -> Callable[[], Any]:
+    """``await agent.run(...)`` on the benchmark's asyncio loop."""
+    agent = _agent(url, stream)
 
     async def once() -> str:
         agent.reset()
-        result = await agent.run(PROMPT)
-        assert result.output.strip() == ANSWER and len(result.rounds) == ROUNDS - 1, result
-        return result.output
+        return _check(await agent.run(PROMPT))
+
+    return once
+
+
+def make_run_sync(url: str, stream: bool, store: Any = None) -> Callable[[], Any]:
+    """``agent.run_sync(...)`` from this (synchronous) thread, with or without history."""
+    agent = _agent(url, stream, store)
+
+    def once() -> str:
+        agent.reset()
+        return _check(agent.run_sync(PROMPT))
 
     return once
 
@@ -225,6 +297,15 @@ def _serve(conn: Any) -> None:
     server.close()
 
 
+RATIOS = (
+    # (contender, baseline, goal non-streamed, goal streamed)
+    ("nbagent async", "raw async", 1.05, 0.80),
+    ("run_sync", "raw sync", 2.0, 1.6),
+    ("history", "raw sync", 2.0, 1.6),
+    ("pydantic-ai", "raw async", None, None),
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=30)
@@ -236,33 +317,51 @@ def main() -> None:
     process.start()
     url = parent.recv() + "/v1"
     loop = asyncio.new_event_loop()
-    rows = []
+    results: dict[bool, dict[str, float]] = {}
     try:
-        for stream in (False, True):
-            client = httpx.Client()
-            contenders: dict[str, Callable[[], Any]] = {
-                "raw": lambda c=client, s=stream: run_raw(url, c, s),
-                "nbagent": make_nbagent(url, stream),
-            }
-            pai_fn = make_pydantic_ai(url, stream)
-            if pai_fn is not None:
-                contenders["pydantic-ai"] = pai_fn
-            result = _measure(loop, contenders, args.reps)
-            client.close()
-            rows.append((stream, result["raw"], result["nbagent"], result.get("pydantic-ai")))
+        with tempfile.TemporaryDirectory() as folder:
+            for stream in (False, True):
+                client = httpx.Client()
+                async_client = loop.run_until_complete(_async_client())
+                history = Path(folder) / f"history-{stream}.db"
+                contenders: dict[str, Callable[[], Any]] = {
+                    "raw async": lambda c=async_client, s=stream: run_raw_async(url, c, s),
+                    "nbagent async": make_nbagent(url, stream),
+                    "raw sync": lambda c=client, s=stream: run_raw(url, c, s),
+                    "run_sync": make_run_sync(url, stream),
+                    "history": make_run_sync(url, stream, store=history),
+                }
+                pai_fn = make_pydantic_ai(url, stream)
+                if pai_fn is not None:
+                    contenders["pydantic-ai"] = pai_fn
+                results[stream] = _measure(loop, contenders, args.reps)
+                client.close()
+                loop.run_until_complete(async_client.aclose())
     finally:
         loop.close()
         parent.close()
         process.join(5)
         if process.is_alive():
             process.terminate()
-    print(f"10-round tool conversation, per round (median of {args.reps} runs)")
-    head = ("mode", "raw httpx", "nbagent", "ratio", "pydantic-ai", "ratio")
-    print("{:10} {:>10} {:>10} {:>6} {:>12} {:>6}".format(*head))
-    for stream, raw, ours, pai in rows:
-        mode = "stream" if stream else "json"
-        pai_text = f"{pai * 1000:9.2f} ms {pai / raw:5.1f}x" if pai else "   not installed"
-        print(f"{mode:10} {raw * 1000:7.2f} ms {ours * 1000:7.2f} ms {ours / raw:5.2f}x {pai_text}")
+    print(f"10-round tool conversation, ms per round (median of {args.reps} interleaved runs)")
+    for stream, label in ((False, "json"), (True, "stream")):
+        row = results[stream]
+        times = "  ".join(f"{name} {ms * 1000:.3f}" for name, ms in row.items())
+        print(f"{label:6} {times}")
+    print(f"{'ratio':24} {'json':>12} {'stream':>12}")
+    for name, base, goal_json, goal_stream in RATIOS:
+        if name not in results[False]:
+            continue
+        cells = []
+        for stream, goal in ((False, goal_json), (True, goal_stream)):
+            ratio = results[stream][name] / results[stream][base]
+            mark = "" if goal is None else (" ok" if ratio <= goal else " >" + f"{goal:.2f}")
+            cells.append(f"{ratio:.2f}x{mark}")
+        print(f"{name + ' / ' + base:24} {cells[0]:>12} {cells[1]:>12}")
+
+
+async def _async_client() -> httpx.AsyncClient:
+    return httpx.AsyncClient()  # made on the loop that will use it
 
 
 if __name__ == "__main__":

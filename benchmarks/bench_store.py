@@ -10,12 +10,20 @@ A second measure times the writer alone saving one round from its
 ``RoundFinished`` event (one transaction, no loop around it), and the file size
 is taken after 1,000 rounds with the WAL checkpointed into the main file.
 
+A third measure is the per-write file check (is the open file still our SQLite
+file?): an empty write transaction (the check included) on an open store, and,
+side by side on the same file, the two ways of checking it: ``os.stat`` plus
+opening, reading and closing the file (what nbagent did; closing a descriptor
+drops the process's SQLite locks) and ``os.stat`` plus ``os.pread`` through a
+descriptor held open (what it does now).
+
     python benchmarks/bench_store.py [rounds_per_run] [runs]
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -77,6 +85,37 @@ def round_write_ms(store: Store, samples: int = 300) -> float:
     return statistics.median(times) * 1000
 
 
+def empty_write_us(store: Store, samples: int = 2000) -> float:
+    """Median µs of one empty write transaction (BEGIN IMMEDIATE, COMMIT, the file check)."""
+    assert store.write(lambda db: None)  # opens the file
+    times = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        store.write(lambda db: None)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1e6
+
+
+def check_recipes_us(path: Path, samples: int = 5000) -> tuple[float, float]:
+    """Median µs of the old check (stat + open/read/close) and the new (stat + pread)."""
+    old, new = [], []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for _ in range(samples):  # interleaved, so drift hits both alike
+            started = time.perf_counter()
+            os.stat(path)
+            with open(path, "rb") as file:
+                file.read(16)
+            old.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            os.stat(path)
+            os.pread(fd, 16, 0)
+            new.append(time.perf_counter() - started)
+    finally:
+        os.close(fd)
+    return statistics.median(old) * 1e6, statistics.median(new) * 1e6
+
+
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 100
@@ -102,6 +141,10 @@ def main() -> None:
         per_1000 = size / total_rounds * 1000
 
         direct = round_write_ms(Store(Path(folder) / "direct.db"))
+        check_store = Store(Path(folder) / "check.db")
+        empty = empty_write_us(check_store)
+        old_check, new_check = check_recipes_us(check_store.path)
+        check_store.close()
 
     cost = with_store - base
     print(f"rounds per run: {rounds}, rounds measured per mode: {total_rounds}")
@@ -110,6 +153,9 @@ def main() -> None:
     print(f"history write cost per round:      {cost * 1e3:8.3f} ms  (ratio {cost / base:.2f}x)")
     alone = direct / 1e3 / base
     print(f"one round written alone:          {direct:8.3f} ms  (ratio {alone:.2f}x)")
+    print(f"empty write transaction (check in): {empty:8.1f} µs")
+    print(f"file check, stat + open/read/close: {old_check:8.1f} µs  (the old check)")
+    print(f"file check, stat + pread (held fd): {new_check:8.1f} µs  (the new check)")
     print(f"database size per 1,000 rounds:    {per_1000 / 1024:8.1f} KiB  ({size} bytes total)")
 
 

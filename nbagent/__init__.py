@@ -23,7 +23,8 @@ from .events import (
     ToolProgress,
 )
 from .messages import Conversation, Message, ToolCall, ToolResult, ToolRound, ToolSpec, Usage
-from .results import RunResult
+from .results import RunResult, StopReason
+from .run.settings import RunSettings
 from .run.steps import ModelReply, Steps
 from .tools import REGISTRY, Tool, progress, tool
 
@@ -44,9 +45,11 @@ __all__ = [
     "RoundFinished",
     "RunFinished",
     "RunResult",
+    "RunSettings",
     "RunStarted",
     "Status",
     "Steps",
+    "StopReason",
     "TextDelta",
     "Tool",
     "ToolCall",

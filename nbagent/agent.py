@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import difflib
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
@@ -13,11 +17,15 @@ from .events import Event, RunFinished
 from .messages import Conversation
 from .providers import Provider, get_provider, makes_http_requests, resolve_model
 from .results import RunResult, set_renderer
-from .run.loop import LOOP_OPTIONS, LoopSettings, Run
-from .tools import Approver, Tool, as_tools
+from .run.loop import Run
+from .run.settings import FIELDS, RUN_ONLY, RunInputs, RunOptions, RunSettings, check_names
+from .run.steps import RunSpec, Steps
+from .tools import Approver, Middleware, Tool, ToolItem, ToolSource, as_tools, gather_tools
 
 if TYPE_CHECKING:
-    from .store import RunWriter, Store
+    from typing_extensions import Unpack
+
+    from .store import Store
 
 
 class Agent:
@@ -38,31 +46,57 @@ class Agent:
         self,
         model: str | Provider | None = None,
         *,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolItem] | None = None,
         system: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
+        http_timeout: float | None = None,
         stream: bool = True,
         max_rounds: int = 10,
         max_consecutive_errors: int = 3,
+        max_tool_only_rounds: int | None = None,
         timeout: float | None = 300.0,
-        max_total_tokens: int | None = None,
-        strict: bool = False,
         tool_timeout: float = 60.0,
-        approver: Approver | None = None,
+        max_total_tokens: int | None = None,
         max_output_tokens: int | None = None,
-        temperature: float | None = None,
         max_cost: float | None = None,
+        context_window: int | None = None,
+        temperature: float | None = None,
         output_type: Any = None,
+        send_images: bool = True,
+        text_tool_calls: bool = True,
+        status_model: str | Provider | None = None,
+        strict: bool = False,
+        approver: Approver | None = None,
+        tool_middleware: Sequence[Middleware] = (),
         store: Store | str | os.PathLike[str] | None = "default",
         record: str | os.PathLike[str] | None = None,
         replay: str | os.PathLike[str] | None = None,
         replay_fallback: bool = False,
         env: Mapping[str, str] | None = None,
-        images: bool = True,
         kernel: bool = False,
+        images: bool | None = None,
         **provider_options: Any,
     ) -> None:
+        """Create an agent; its run settings are the defaults of every run.
+
+        ``max_rounds=`` ... ``tool_middleware=`` make ``agent.settings``
+        (:class:`~nbagent.run.settings.RunSettings`).
+
+        ``http_timeout`` is the provider's HTTP timeout (connect and each read);
+        ``timeout`` is the deadline of a whole run. Other keywords go to the provider
+        (``anthropic_thinking=``, ``http_client=``...); one close to a setting's name is a
+        TypeError naming it. ``images=`` is the old name of ``send_images=``.
+        """
+        if images is not None:
+            warnings.warn(
+                "Agent(images=...) is now Agent(send_images=...)", DeprecationWarning, stacklevel=2
+            )
+            send_images = images
+        arguments = locals()
+        self.settings = RunSettings(**{name: arguments[name] for name in SETTING_NAMES})
+        """The defaults of every run (frozen: ``agent.settings = agent.settings.replace(...)``)."""
+        _refuse_near_misses(provider_options)
         self._provider: Provider | None = None
         if isinstance(model, str) or model is None:
             self.model = resolve_model(model, env)
@@ -70,49 +104,28 @@ class Agent:
             self._provider = model
             self.model = _label(model)
         self._provider_options: dict[str, Any] = dict(provider_options)
-        if base_url is not None:
-            self._provider_options["base_url"] = base_url
-        if api_key is not None:
-            self._provider_options["api_key"] = api_key
-        if env is not None:
-            self._provider_options["env"] = env
-        tools = None if tools is None else list(tools)
-        self._tool_sources = _sources(tools)  # MCP servers: closed by close()
-        self._tools = None if tools is None else as_tools(tools)
-        # Loop options without a parameter of their own (text_tool_calls=, status_model=,
-        # tool_middleware=, context_window=, max_tool_only_rounds=...: see LoopSettings).
-        loop_options = {
-            k: self._provider_options.pop(k) for k in LOOP_OPTIONS & set(provider_options)
-        }
-        self.settings = LoopSettings(
-            **loop_options,
-            max_rounds=max_rounds,
-            max_consecutive_errors=max_consecutive_errors,
-            timeout=timeout,
-            max_total_tokens=max_total_tokens,
-            strict=strict,
-            stream=stream,
-            tool_timeout=tool_timeout,
-            approver=approver,
-            max_output_tokens=max_output_tokens,
-            temperature=temperature,
-            images=images,
-            max_cost=max_cost,
-            output_type=output_type,
-        )
+        for key, value in (
+            ("base_url", base_url), ("api_key", api_key), ("env", env), ("timeout", http_timeout)
+        ):  # fmt: skip
+            if value is not None:
+                self._provider_options[key] = value
         self.kernel = kernel
         """True: the kernel tools are offered and each run's system message carries the
         kernel's variable inventory (``%%agent --kernel``, see :mod:`nbagent.kernel`)."""
+        self._tool_sources: list[ToolSource] = []  # closed by close()
+        self._tools: list[ToolItem] | None = None
+        self.tools = tools  # checked now: a name clash is a ConfigError here
         self.conversation = Conversation(system=system)
         self.last_result: RunResult | None = None
-        self._run: Run | None = None
+        self._runs: set[Run] = set()  # the runs in flight (cancel() stops them)
         self._busy = threading.Lock()  # one turn at a time (cells, threads, the chat widget)
         self._busy_loop: asyncio.AbstractEventLoop | None = None  # the loop of the run holding it
+        self._busy_conversations: set[str] = set()  # conversation= runs in flight, by id
+        self._busy_guard = threading.Lock()
         # History (nbagent.store): "default" is the shared file, opened on first write.
         from .store import resolve_store
 
         self.store: Store | None = resolve_store(store, env)
-        self._writer: RunWriter | None = None
         self._provider_object = not isinstance(model, str) and model is not None
         if record is not None or replay is not None:
             self._use_recording(record=record, replay=replay, replay_fallback=replay_fallback)
@@ -141,7 +154,8 @@ class Agent:
         if model is self._provider or (isinstance(model, str) and model == self.model):
             return
         if isinstance(model, str):
-            kept = {k: v for k, v in self._provider_options.items() if k in ("env", "http_client")}
+            carried = ("env", "http_client", "timeout")  # http_timeout= is not model-specific
+            kept = {k: v for k, v in self._provider_options.items() if k in carried}
             provider = get_provider(model, **kept)
             self._provider_options = kept
             self.model = model
@@ -153,21 +167,29 @@ class Agent:
         self._provider_object = not isinstance(model, str)
 
     @property
-    def tool_selection(self) -> list[Tool] | None:
-        """The tools this agent was given, or None for "every ``@tool`` in the kernel"."""
-        return None if self._tools is None else list(self._tools.values())
+    def tool_selection(self) -> list[ToolItem] | None:
+        """The tools and tool sources this agent was given; None: every ``@tool`` in the kernel."""
+        return None if self._tools is None else list(self._tools)
 
     @property
     def tools(self) -> dict[str, Tool]:
-        """The tools of the next run by name (the kernel-wide registry if none were given)."""
-        return as_tools(None) if self._tools is None else dict(self._tools)
+        """The tools of the next run by name (the kernel-wide registry if none were given).
+
+        The kernel tools ``kernel=True`` adds are not included.
+        """
+        return as_tools(self._tools)
 
     @tools.setter
-    def tools(self, tools: Iterable[Tool | Callable[..., Any]] | None) -> None:
+    def tools(self, tools: Iterable[ToolItem] | None) -> None:
         # None means "every @tool in the kernel", looked up at each run.
-        tools = None if tools is None else list(tools)
-        self._tool_sources += _sources(tools)
-        self._tools = None if tools is None else as_tools(tools)
+        items: list[ToolItem] | None = None
+        if tools is not None:
+            items = [t if isinstance(t, ToolSource | Tool) else Tool(t) for t in tools]
+        # Listing the sources here (an MCP server starts) finds a name clash now, with
+        # the kernel tools too when kernel=True; runs check again (the registry changes).
+        gather_tools(items, _kernel_source(self.kernel), with_context=False)
+        self._tools = items
+        self._tool_sources += [t for t in items or () if isinstance(t, ToolSource)]
 
     @property
     def system(self) -> str | None:
@@ -234,131 +256,204 @@ class Agent:
 
     # -- running -----------------------------------------------------------------
 
-    def _new_run(self, prompt: str, **overrides: Any) -> Run:
-        tools = self.tools if overrides.get("tools") is None else as_tools(overrides["tools"])
-        overrides.pop("tools", None)
-        if overrides.pop("kernel", self.kernel):
-            from .kernel import kernel_context, kernel_tools
-
-            tools = {**{t.name: t for t in kernel_tools()}, **tools}  # the user's own win
-            overrides.setdefault("context", kernel_context())
-        settings = self.settings
-        if overrides:
-            settings = LoopSettings(**{**settings.__dict__, **overrides})
+    def _plan(self, prompt: str, options: Mapping[str, Any]) -> _RunPlan:
+        """Everything a run needs, from the agent's defaults and this run's ``options``."""
+        check_names(options, FIELDS | RUN_ONLY, "run option")
+        overrides = {k: v for k, v in options.items() if k not in RUN_ONLY}
+        # -- tools: one precedence and collision rule for every source (nbagent.tools.sources)
+        chosen = options.get("tools")  # this run's own tools=[...], if given
+        tools, context = gather_tools(
+            self._tools if chosen is None else chosen,
+            _kernel_source(options.get("kernel", self.kernel)),
+        )
+        # -- settings and inputs
+        settings = self.settings.replace(**overrides)
+        inputs = RunInputs(attachments=list(options.get("attachments") or ()), context=context)
         provider = self.provider
         if settings.max_cost is not None:
             from .cost import require_price
 
-            require_price(provider.name, provider.model)  # before any request is sent
-        self._writer = None
+            require_price(provider)  # before any request is sent
+        conversation = options.get("conversation") or self.conversation
+        return _RunPlan(provider, conversation, tools, settings, inputs)
+
+    def _claim(self, conversation: Conversation) -> Callable[[], None]:
+        """Take the conversation's turn (raises ConfigError if it is taken); returns the release."""
+        if conversation is not self.conversation:
+            with self._busy_guard:
+                if conversation.id in self._busy_conversations:
+                    raise ConfigError(
+                        f"conversation {conversation.id} is already running a prompt; "
+                        "one turn at a time per conversation"
+                    )
+                self._busy_conversations.add(conversation.id)
+            return lambda: self._busy_conversations.discard(conversation.id)
+        if not self._busy.acquire(blocking=False) and not self._holder_loop_died():
+            raise ConfigError(
+                "this agent is already running a prompt (another cell, thread or its chat "
+                "widget); wait for it to finish, or use a second Agent"
+            )
+        try:
+            self._busy_loop = asyncio.get_running_loop()
+        except RuntimeError:  # a Steps driven from synchronous code
+            self._busy_loop = None
+        return self._busy.release
+
+    def _spec(self, prompt: str, plan: _RunPlan) -> RunSpec:
+        """The run ``plan`` describes, heard by this agent's history writer and tracer."""
+        return RunSpec(
+            plan.provider,
+            plan.conversation,
+            prompt,
+            plan.tools,
+            plan.settings,
+            plan.inputs,
+            model_label=self.model,
+            listeners=self._listeners(plan),
+        )
+
+    def _listeners(self, plan: _RunPlan) -> list[Callable[[Event], None]]:
+        """The run's history writer and tracer: they see every event as it happens."""
+        listeners: list[Callable[[Event], None]] = []
         if self.store is not None:
             from ._internal.redaction import collect_secrets
 
             secrets = collect_secrets(self._provider_options, self._provider_options.get("env"))
-            # The one write path into the history: stream() hands it every event.
-            self._writer = self.store.writer(self.conversation, secrets=secrets, provider=provider)
-        run = Run(provider, self.conversation, prompt, tools, settings, model_label=self.model)
-        self._run = run
-        return run
+            writer = self.store.writer(plan.conversation, secrets=secrets, provider=plan.provider)
+            listeners.append(writer.on_event)  # a finished round or the run's end is saved now
+        from .tracing import run_tracer
+
+        tracer = run_tracer(plan.provider, self._provider_options.get("env"))
+        if tracer is not None:
+            listeners.append(tracer.on_event)  # OpenTelemetry spans, when it is in use
+        return listeners
 
     def _holder_loop_died(self) -> bool:
         """Whether the run holding the busy lock died with its event loop (so never releases it)."""
         loop = self._busy_loop
         return loop is not None and (loop.is_closed() or not loop.is_running())
 
-    async def stream(self, prompt: str, **overrides: Any) -> AsyncIterator[Event]:
+    def steps(self, prompt: str, **options: Unpack[RunOptions]) -> Steps:
+        """Start a run driven a step at a time (see :mod:`nbagent.run.steps`).
+
+        It has what :meth:`run` has: this run's settings (``options``), the kernel
+        context, images, typed output, the cost cap, history, tracing and the busy
+        lock, which :meth:`Steps.finish` releases.
+        """
+        plan = self._plan(prompt, options)
+        release = self._claim(plan.conversation)
+        own = plan.conversation is self.conversation
+
+        def finished(result: RunResult) -> None:
+            if own:
+                self.last_result = result
+            release()
+
+        try:
+            return Steps(self._spec(prompt, plan), on_finish=[finished])
+        except BaseException:
+            release()
+            raise
+
+    def stream(
+        self, prompt: str, *, paced: bool = False, **options: Unpack[RunOptions]
+    ) -> AsyncIterator[Event]:
         """Run on the current event loop, yielding events; the last one is RunFinished.
 
-        ``overrides`` change settings for this run only (``max_rounds=2``, ``timeout=5``,
-        ``tools=[...]``...).
+        ``options`` change settings for this run only (``max_rounds=2``, ``timeout=5``,
+        ``tools=[...]``, ``conversation=...``: see :class:`~nbagent.run.settings.RunOptions`).
+        ``paced=True`` makes each request wait until this reader handled every earlier
+        event (a live display redrawing first).
 
         Raises:
             ConfigError: the agent is already running a prompt (another cell, thread or
                 the chat widget): one conversation takes one turn at a time.
+            TypeError: an unknown option (the message names the nearest valid one).
         """
-        if not self._busy.acquire(blocking=False) and not self._holder_loop_died():
-            raise ConfigError(
-                "this agent is already running a prompt (another cell, thread or its chat "
-                "widget); wait for it to finish, or use a second Agent"
-            )
-        self._busy_loop = asyncio.get_running_loop()
-        try:
-            run = self._new_run(prompt, **overrides)
-        except BaseException:
-            self._busy.release()
-            raise
-        from .tracing import run_tracer
+        plan = self._plan(prompt, options)  # before the first event: a typo raises here
+        return self._stream(prompt, plan, paced)
 
-        writer = self._writer
-        tracer = run_tracer(
-            run.provider.name, run.provider.model, self._provider_options.get("env")
-        )
-        events = run.events()
+    async def _stream(self, prompt: str, plan: _RunPlan, paced: bool) -> AsyncIterator[Event]:
+        async with self._running(prompt, plan, paced) as run:
+            events = run.events()
+            try:
+                async for event in events:
+                    if plan.conversation is self.conversation and isinstance(event, RunFinished):
+                        self.last_result = event.result
+                    yield event
+            finally:
+                await events.aclose()  # a consumer that stopped early cancels the run now
+
+    @contextlib.asynccontextmanager
+    async def _running(self, prompt: str, plan: _RunPlan, paced: bool) -> AsyncIterator[Run]:
+        """A run of ``plan`` holding its conversation's turn; afterwards, the bookkeeping."""
+        release = self._claim(plan.conversation)
         try:
-            async for event in events:
-                if tracer is not None:
-                    tracer.on_event(event)  # OpenTelemetry spans, when it is in use
-                if writer is not None:
-                    writer.on_event(event)  # a finished round or the run's end is saved now
-                if isinstance(event, RunFinished):
-                    self.last_result = event.result
-                yield event
+            run = Run(self._spec(prompt, plan), paced=paced)
+        except BaseException:
+            release()
+            raise
+        self._runs.add(run)
+        try:
+            yield run
         finally:
-            await events.aclose()  # a consumer that stopped early cancels the run now
-            if tracer is not None and tracer.run_span is not None:
-                tracer.finish(run.result)
-            if run.result is not None:
+            self._runs.discard(run)
+            if plan.conversation is self.conversation and run.result is not None:
                 self.last_result = run.result
-                if writer is not None:
-                    writer.finish(run.result)
-            self._busy.release()
+            release()
             if "http_client" in self._provider_options:
                 from .recording import settle
 
                 await settle(self._provider_options["http_client"])  # recording saved
 
-    async def run(self, prompt: str, **overrides: Any) -> RunResult:
-        """Run to the end on the current event loop and return the result."""
-        async for _ in self.stream(prompt, **overrides):
-            pass
-        assert self.last_result is not None
-        return self.last_result
+    async def run(self, prompt: str, **options: Unpack[RunOptions]) -> RunResult:
+        """Run to the end on the current event loop and return the result.
 
-    def stream_sync(self, prompt: str, **overrides: Any) -> Iterator[Event]:
+        Nothing reads the events (the history and traces still see each one), so the
+        run wakes this caller once, at the end.
+        """
+        plan = self._plan(prompt, options)
+        async with self._running(prompt, plan, paced=False) as run:
+            return await run.outcome()
+
+    def stream_sync(self, prompt: str, **overrides: Unpack[RunOptions]) -> Iterator[Event]:
         """:meth:`stream` for synchronous code; works inside Jupyter's running loop too.
 
         A KeyboardInterrupt cancels the run; the remaining events (ending with
         RunFinished, stop_reason "cancelled") are still yielded, then it is re-raised.
         """
-        from ._internal.sync import iterate_in_background
+        from ._internal.threads import iterate_in_background
 
-        if overrides.get("tools") is not None:
+        chosen = overrides.get("tools")
+        if chosen is not None:
             # On this thread: listing an MCP server's tools may start it (a sync wait that
             # cannot happen on nbagent's loop, where the run goes).
-            overrides["tools"] = list(as_tools(overrides["tools"]).values())
+            overrides["tools"] = chosen = list(chosen)
+            as_tools(chosen)  # the servers list their tools (cached) here
         return iterate_in_background(lambda: self.stream(prompt, **overrides), self.cancel)
 
-    def run_sync(self, prompt: str, **overrides: Any) -> RunResult:
+    def run_sync(self, prompt: str, **overrides: Unpack[RunOptions]) -> RunResult:
         """Run to the end from synchronous code (scripts, notebook cells) and return the result.
 
         On KeyboardInterrupt the run is cancelled cleanly (history stays valid,
         ``agent.last_result`` holds the partial result) and the interrupt is re-raised.
         """
-        events = self.stream_sync(prompt, **overrides)
-        try:
-            for _ in events:
-                pass
-        finally:
-            # A Ctrl-C landing between two events is raised here, not inside the
-            # iterator: closing it still cancels the run and waits for it to wrap up.
-            events.close()  # type: ignore[attr-defined]
-        assert self.last_result is not None
-        return self.last_result
+        from ._internal.threads import run_in_background
+
+        chosen = overrides.get("tools")
+        if chosen is not None:
+            overrides["tools"] = chosen = list(chosen)
+            as_tools(chosen)  # see stream_sync
+        # One hand-off each way: the events stay on the loop thread (nothing shows them).
+        result: RunResult = run_in_background(
+            lambda: self.run(prompt, **overrides), on_interrupt=self.cancel
+        )
+        return result
 
     def cancel(self) -> None:
-        """Stop the current run (same as the Stop button or a kernel interrupt)."""
-        if self._run is not None:
-            self._run.cancel()
+        """Stop the runs in flight (same as the Stop button or a kernel interrupt)."""
+        for run in list(self._runs):
+            run.cancel()
 
     async def aclose(self) -> None:
         """Close the provider's HTTP connections and stop the MCP servers it was given.
@@ -372,7 +467,7 @@ class Agent:
 
     def close(self) -> None:
         """:meth:`aclose` for synchronous code; safe inside Jupyter's running loop."""
-        from ._internal.sync import run_in_background
+        from ._internal.threads import run_in_background
 
         run_in_background(self.aclose)
 
@@ -389,9 +484,43 @@ class Agent:
         await self.aclose()
 
 
-def _sources(tools: list[Any] | None) -> list[Any]:
-    """The items that provide several tools and own resources (MCP servers)."""
-    return [t for t in tools or [] if not isinstance(t, Tool) and hasattr(t, "nbagent_tools")]
+SETTING_NAMES = tuple(sorted(FIELDS))
+"""The Agent keywords that are run settings (the rest configure the agent itself)."""
+
+
+@dataclass
+class _RunPlan:
+    """What one run is made of: resolved from the agent's defaults and the run's options."""
+
+    provider: Provider
+    conversation: Conversation
+    tools: dict[str, Tool]
+    settings: RunSettings
+    inputs: RunInputs
+
+
+def _refuse_near_misses(provider_options: Mapping[str, Any]) -> None:
+    """A provider option spelt like an Agent keyword is a typo: say which one was meant."""
+    if not provider_options:
+        return
+    import inspect
+
+    known = [p for p in inspect.signature(Agent.__init__).parameters if p != "self"]
+    for name in provider_options:
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        if near:
+            raise TypeError(
+                f"Agent() got an unexpected keyword {name!r}; did you mean {near[0]!r}?"
+            )
+
+
+def _kernel_source(on: bool) -> list[ToolSource]:
+    """The kernel toolset when ``kernel=True`` (imported only then)."""
+    if not on:
+        return []
+    from .kernel import KernelTools
+
+    return [KernelTools()]
 
 
 def _label(provider: Provider) -> str:

@@ -1,14 +1,14 @@
 """Dollar cost of model requests, from the ``genai-prices`` package (extra ``cost``).
 
 A best-effort USD price for one request's :class:`~nbagent.messages.Usage`, looked
-up by provider and model; ``None`` whenever the price is not known (an unknown
-model, a local server, genai-prices not installed). nbagent never makes a number
-up. ``genai_prices`` is imported on the first priced request, never by
-``import nbagent``.
+up by the provider's declared pricing id (``Capabilities.pricing_id``) and its
+model; ``None`` whenever the price is not known (an unknown model, a local server,
+genai-prices not installed). nbagent never makes a number up. ``genai_prices`` is
+imported on the first priced request, never by ``import nbagent``.
 
-The price is what the provider's own API charges for that model name: a
-compatible server reached through the ``openai`` adapter with an OpenAI model
-name is priced as OpenAI.
+The price is what the pricing id's API charges for that model name: a compatible
+server reached through the OpenAI adapter with an OpenAI model name is priced as
+OpenAI.
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ from typing import Any
 
 from .errors import ConfigError
 from .messages import Message, ToolSpec, Usage
+from .providers import Provider, capabilities
 
 logger = logging.getLogger("nbagent")
-
-PROVIDER_IDS = {"gemini": "google"}
-"""nbagent provider names that genai-prices knows under another id (the rest match)."""
 
 CHARS_PER_TOKEN = 4
 """The estimate of a request's input tokens before it is sent: characters / 4."""
@@ -33,34 +31,35 @@ _unknown: set[tuple[str, str]] = set()
 _missing_package = False
 
 
-def price(provider: str, model: str, usage: Usage) -> float | None:
-    """USD for ``usage`` of ``provider``'s ``model``, or None when the price is unknown."""
+def price(provider: Provider, usage: Usage) -> float | None:
+    """USD for ``usage`` of ``provider``'s model, or None when the price is unknown."""
     if usage.total_tokens == 0:
         return 0.0
-    return _calc(provider, model, usage.input_tokens, usage.output_tokens, usage)
+    return _calc(provider, usage.input_tokens, usage.output_tokens, usage)
 
 
-def input_price(provider: str, model: str, tokens: int) -> float | None:
+def input_price(provider: Provider, tokens: int) -> float | None:
     """USD for ``tokens`` input tokens (no cache), or None when the price is unknown."""
     if tokens <= 0:
         return 0.0
-    return _calc(provider, model, tokens, 0, None)
+    return _calc(provider, tokens, 0, None)
 
 
-def known(provider: str, model: str) -> bool:
-    """Whether genai-prices has a price for this provider and model."""
-    return _calc(provider, model, 1, 1, None) is not None
+def known(provider: Provider) -> bool:
+    """Whether genai-prices has a price for this provider's model."""
+    return _calc(provider, 1, 1, None) is not None
 
 
-def require_price(provider: str, model: str) -> None:
+def require_price(provider: Provider) -> None:
     """Raise ConfigError when ``max_cost`` cannot be enforced for this model."""
-    if known(provider, model):
+    if known(provider):
         return
     if _missing_package:
         raise ConfigError("max_cost needs the genai-prices package: pip install 'nbagent[cost]'")
     raise ConfigError(
-        f"max_cost cannot be enforced: genai-prices has no price for {provider}:{model} "
-        "(nbagent never guesses a price); use max_total_tokens instead"
+        f"max_cost cannot be enforced: genai-prices has no price for "
+        f"{provider.name}:{provider.model} (nbagent never guesses a price); "
+        "use max_total_tokens instead"
     )
 
 
@@ -96,11 +95,14 @@ def format_cost(cost: float | None) -> str:
 
 
 def _calc(
-    provider: str, model: str, input_tokens: int, output_tokens: int, usage: Usage | None
+    provider: Provider, input_tokens: int, output_tokens: int, usage: Usage | None
 ) -> float | None:
     global _missing_package
-    key = (provider, model)
-    if key in _unknown or not model:
+    pricing_id, model = capabilities(provider).pricing_id, provider.model
+    if pricing_id is None or not model:
+        return None  # the provider declares no list price (a local server, a test double)
+    key = (pricing_id, model)
+    if key in _unknown:
         return None
     try:
         from genai_prices import Usage as PriceUsage
@@ -117,25 +119,27 @@ def _calc(
         if usage.cache_write_tokens:
             fields["cache_write_tokens"] = usage.cache_write_tokens
     try:
-        result = calc_price(
-            PriceUsage(**fields), model, provider_id=PROVIDER_IDS.get(provider, provider)
-        )
+        result = calc_price(PriceUsage(**fields), model, provider_id=pricing_id)
     except LookupError:
-        logger.info("no price known for %s:%s; its cost shows as unknown", provider, model)
+        logger.info("no price known for %s:%s; its cost shows as unknown", pricing_id, model)
         _unknown.add(key)
         return None
     return float(result.total_price)
 
 
 def budget_stop(
-    budget: float, spent: float | None, provider: Any, conversation: Any, tools: list[ToolSpec]
+    budget: float,
+    spent: float | None,
+    provider: Provider,
+    conversation: Any,
+    tools: list[ToolSpec],
 ) -> str | None:
     """Why the next request would pass ``max_cost`` (None: it fits).
 
     The request's price is estimated from its input (system, messages, tool specs).
     """
     tokens = estimate_input_tokens(conversation.system, conversation.messages, tools)
-    estimate = input_price(provider.name, provider.model, tokens) or 0.0
+    estimate = input_price(provider, tokens) or 0.0
     spent = spent or 0.0
     if spent + estimate <= budget:
         return None

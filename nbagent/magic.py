@@ -31,6 +31,7 @@ from ._internal.safe_text import clean
 from .agent import Agent
 from .errors import ConfigError, NbAgentError
 from .kernel.prompt import Interpolated, PromptError, interpolate_prompt
+from .run.settings import FIELDS, RunSettings, SettingError
 from .tools import REGISTRY, Tool
 
 if TYPE_CHECKING:
@@ -283,8 +284,6 @@ class AgentMagics(Magics):
         for name in ("model", "tools", "system", "out"):
             setattr(args, name, _unquote(getattr(args, name)))
         overrides = self._overrides(args)
-        if args.output_type:
-            overrides["output_type"] = self._output_type(_unquote(args.output_type) or "")
         if not args.out.isidentifier() or keyword.iskeyword(args.out):
             raise UsageError(f"--out {args.out!r} is not a valid variable name.")
         fields = interpolate_fields(cell, self._ns)
@@ -327,19 +326,21 @@ class AgentMagics(Magics):
         if result is not None:
             self._ns[name] = result
 
-    @staticmethod
-    def _overrides(args: Any) -> dict[str, Any]:
-        overrides: dict[str, Any] = {}
-        if args.max_rounds is not None:
-            if args.max_rounds < 0:
-                raise UsageError("--max-rounds must be 0 or more.")
-            overrides["max_rounds"] = args.max_rounds
-        if args.timeout is not None:
-            if args.timeout <= 0:
-                raise UsageError("--timeout must be a positive number of seconds.")
-            overrides["timeout"] = args.timeout
+    def _overrides(self, args: Any) -> dict[str, Any]:
+        """This cell's run options: each argument named after a run setting, checked by it."""
+        overrides = {
+            name: value
+            for name in FIELDS
+            if (value := getattr(args, name, None)) is not None and value != ""
+        }
+        if "output_type" in overrides:  # a type in the notebook, named in the option
+            overrides["output_type"] = self._output_type(_unquote(overrides["output_type"]) or "")
         if args.no_stream:
             overrides["stream"] = False
+        try:
+            RunSettings().replace(**overrides)  # the settings type checks the ranges
+        except SettingError as exc:
+            raise UsageError(f"--{exc.setting.replace('_', '-')} {exc.problem}.") from None
         if getattr(args, "kernel", False):
             overrides["kernel"] = True
         return overrides

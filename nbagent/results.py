@@ -16,6 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .messages import Message, ToolRound, Usage
+from .run.stops import STOPS, Stop, StopReason, stop_reason_words
+
+__all__ = [
+    "STOPS",
+    "RunResult",
+    "Stop",
+    "StopReason",
+    "set_renderer",
+    "stop_reason_words",
+    "to_frame",
+]
 
 MimeBundle = dict[str, str]
 Renderer = Callable[["RunResult"], MimeBundle]
@@ -33,11 +44,6 @@ def set_renderer(renderer: Renderer | None) -> None:
     _renderer = renderer
 
 
-def stop_reason_words(stop_reason: str) -> str:
-    """``"max_rounds"`` -> ``"max rounds"``: how every surface names a stop reason."""
-    return stop_reason.replace("_", " ")
-
-
 @dataclass
 class RunResult:
     """What a run produced."""
@@ -46,8 +52,8 @@ class RunResult:
     """The final answer text (or what was gathered when the run stopped early); with
     ``output_type`` the validated value (None when the answer never validated)."""
     rounds: list[ToolRound]
-    stop_reason: str
-    """"complete" | "max_rounds" | "tool_errors" | "timeout" | "cancelled" | "token_budget"."""
+    stop_reason: StopReason
+    """Why the run ended: one of the rows of :data:`nbagent.run.stops.STOPS`."""
     usage: Usage
     """Totals of this run; each round carries its own ``usage`` too."""
     model: str

@@ -26,7 +26,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .messages import Message, ToolCall, ToolResult, ToolSpec, Usage
-from .providers import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
+from .providers import (
+    Capabilities,
+    Finished,
+    ModelRequest,
+    ProviderEvent,
+    TextChunk,
+    ToolCallReady,
+    UsageReport,
+)
+from .providers.families import family_capabilities
 
 
 @dataclass
@@ -120,6 +129,8 @@ class ScriptedModel:
         delay: seconds to sleep before each chunk (to test live rendering and Stop).
         model: the model name shown in footers ("scripted:NAME"); a model string
             passed as ``script`` (as ``get_provider("scripted:NAME")`` does) sets it too.
+        capabilities: what the model declares it can do (default: typed output in the
+            prompt, no price, the model name's family facts for window and images).
     """
 
     name = "scripted"
@@ -131,6 +142,7 @@ class ScriptedModel:
         chunk_size: int = 8,
         delay: float = 0.0,
         model: str = "",
+        capabilities: Capabilities | None = None,
         **_options: Any,
     ) -> None:
         if isinstance(script, str):  # model string "scripted:NAME"
@@ -151,12 +163,19 @@ class ScriptedModel:
             script = from_list
         self.script: Script = script
         self.model = model
+        self._capabilities = capabilities
         self.chunk_size = max(1, chunk_size)
         self.delay = delay
         self.requests: list[ScriptedRequest] = []
 
     def __repr__(self) -> str:
         return f"ScriptedModel(model={self.model!r})"
+
+    def capabilities(self) -> Capabilities:
+        """What this scripted model declares (see the ``capabilities`` argument)."""
+        if self._capabilities is None:
+            self._capabilities = family_capabilities(self.model, tracing_name=self.name)
+        return self._capabilities
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         """Ask the script for its reply and deliver it as a provider would."""

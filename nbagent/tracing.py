@@ -4,7 +4,8 @@ When OpenTelemetry is in use (``opentelemetry.trace`` imported, which configurin
 a tracer provider does), every run emits one ``invoke_agent`` span, a ``chat``
 span per model request and an ``execute_tool`` span per tool call, carrying the
 GenAI semantic-convention attributes (``gen_ai.operation.name``,
-``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.usage.*``,
+``gen_ai.provider.name`` (the provider's declared ``Capabilities.tracing_name``),
+``gen_ai.request.model``, ``gen_ai.usage.*``,
 ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``). Prompts, answers,
 tool arguments and results are recorded only with ``NBAGENT_OTEL_CONTENT=1``.
 
@@ -30,34 +31,34 @@ from .events import (
     ToolCallStarted,
 )
 from .messages import Usage
+from .providers import Provider, capabilities
+from .results import STOPS
 
 CONTENT_VARIABLE = "NBAGENT_OTEL_CONTENT"
 """Set to 1 to record prompts, answers, tool arguments and results on spans."""
 
-PROVIDER_NAMES = {"gemini": "gcp.gemini"}
-"""nbagent provider names whose ``gen_ai.provider.name`` differs (semantic conventions)."""
-
-ERROR_STOPS = {"error", "timeout", "cancelled", "tool_errors", "output_invalid"}
+ERROR_STOPS = {reason for reason, stop in STOPS.items() if stop.is_error}
 """Stop reasons that mark the run span as failed (``error.type`` = the stop reason)."""
 
 
-def run_tracer(provider: str, model: str, env: Any = None) -> RunTracer | None:
-    """A tracer for one run, or None when OpenTelemetry is not in use."""
+def run_tracer(provider: Provider, env: Any = None) -> RunTracer | None:
+    """A tracer for one run of ``provider``, or None when OpenTelemetry is not in use."""
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
         return None
     content = (env if env is not None else os.environ).get(CONTENT_VARIABLE, "") == "1"
-    return RunTracer(trace, provider, model, content=content)
+    return RunTracer(trace, provider, content=content)
 
 
 class RunTracer:
     """Turns one run's events into spans."""
 
-    def __init__(self, trace: Any, provider: str, model: str, *, content: bool) -> None:
+    def __init__(self, trace: Any, provider: Provider, *, content: bool) -> None:
         self.trace = trace
         self.tracer = trace.get_tracer("nbagent")
-        self.provider = provider
-        self.model = model
+        self.provider = provider.name
+        self.provider_name = capabilities(provider).tracing_name or provider.name
+        self.model = provider.model
         self.content = content
         self.run_span: Any = None
         self.request_span: Any = None
@@ -68,7 +69,7 @@ class RunTracer:
     def _common(self, operation: str) -> dict[str, Any]:
         return {
             "gen_ai.operation.name": operation,
-            "gen_ai.provider.name": PROVIDER_NAMES.get(self.provider, self.provider),
+            "gen_ai.provider.name": self.provider_name,
             "gen_ai.system": self.provider,
             "gen_ai.request.model": self.model,
         }

@@ -734,16 +734,14 @@ del os.environ["NBAGENT_APPROVAL"]
 
 `agent.run` loops for you. To decide between rounds yourself (inspect the calls,
 run only some, stop early), drive the same pieces the loop is built on with
-`Steps`: build the next request (budgets and context window applied), send it,
+`agent.steps(prompt)`: build the next request (budgets, context window and cost cap
+applied), send it,
 execute the calls with the agent's tools, approval and middleware, append the
-round, and finish with the answer. `next_request(final=True)` forbids tools and
-asks for the answer, as `max_rounds` does.
+round, and finish with the answer (saved to the history like any run).
+`next_request(final=True)` forbids tools and asks for the answer, as `max_rounds` does.
 """),
     code(
         '''
-from nbagent import Steps
-
-
 @tool
 def get_weather(city: str) -> str:
     """Current weather of a city.
@@ -762,7 +760,7 @@ def forecaster(request):
 
 
 agent = Agent(ScriptedModel(forecaster), tools=[get_weather])
-steps = Steps(agent, "Weather in Oslo and Rome?")
+steps = agent.steps("Weather in Oslo and Rome?")
 while True:
     request = steps.next_request()
     answer = await steps.send(request)
@@ -982,7 +980,7 @@ print(_agent.tool_results[0].equals(totals))  # the DataFrame/Series itself
 
 Figures that `run_python` draws (and images a tool returns) go to the model as
 images, downscaled to at most 1,024 px on the longest side, in the form each API
-accepts. `Agent(images=False)` sends a placeholder text instead.
+accepts. `Agent(send_images=False)` sends a placeholder text instead.
 """),
     code(
         """
@@ -1075,7 +1073,7 @@ ordinary nbagent tools with the schemas the server declares.
     code(
         """
 units = MCPServer.stdio(sys.executable, ["units_server.py"], name="units", timeout=30)
-for t in units.nbagent_tools():
+for t in units.get_tools():
     print(f"{t.name}({', '.join(t.parameters['properties'])}): {t.description}")
 """,
         CHECK,

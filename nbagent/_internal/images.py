@@ -285,26 +285,3 @@ def _from_savefig(figure: Any, dpi: float, max_side: int) -> Image:
 def placeholders(images: list[Image]) -> list[str]:
     """The text that stands for ``images`` when the model does not get them."""
     return [image.placeholder() for image in images]
-
-
-_TEXT_ONLY = (
-    "gpt-3.5",
-    "o1-mini",
-    "o3-mini",
-    "deepseek",
-    "smollm",
-    "qwen2.5-coder",
-    "llama3.1",
-    "llama3.2:1b",
-    "llama3.2:3b",
-    "codellama",
-    "mistral:",
-    "phi3",
-)
-"""Model name fragments of text-only models: their requests get placeholders."""
-
-
-def accepts_images(model: str | None) -> bool:
-    """False for models known not to accept images (the rest get them)."""
-    name = (model or "").lower()
-    return not any(fragment in name for fragment in _TEXT_ONLY)

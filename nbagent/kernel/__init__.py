@@ -9,25 +9,29 @@ history apply to them like to any ``@tool``):
 - ``last_error``: the last exception and the cell that raised it (:mod:`.errors`)
 - ``propose_cell``: code in a new cell below, never run (:mod:`.propose`)
 
-``%%agent --kernel``, ``Agent(kernel=True)`` and ``ChatWidget(kernel=True)`` switch
-them on, and put :func:`inventory_text` in the run's system message.
+:class:`KernelTools` is the same set as a tool source (``tools=[KernelTools(...)]``):
+``%%agent --kernel``, ``Agent(kernel=True)`` and ``ChatWidget(kernel=True)`` add one
+to the run, which also puts :func:`inventory_text` in the run's system message.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from ..tools import Tool
+from .._internal.threads import MAIN_THREAD_POSTER, MainThreadJob, call_on_main_thread
+from ..tools import Tool, ToolSource
 from .errors import last_error_text
 from .inspect import inspect_text
 from .inventory import INVENTORY_CHARS, inventory
-from .mainthread import MAIN_THREAD_POSTER, MainThreadJob, call_on_main_thread
 from .namespace import KernelView, current_view
 from .propose import propose_text
 from .run_python import PythonError, RunPythonOutput, run_code
 
 __all__ = [
+    "KERNEL_TOOLS_ORIGIN",
     "KERNEL_TOOL_NAMES",
+    "KernelTools",
     "MAIN_THREAD_POSTER",
     "KernelView",
     "MainThreadJob",
@@ -48,6 +52,50 @@ KERNEL_TOOL_NAMES = (
     "propose_cell",
 )
 RUN_TIMEOUT = 60.0
+KERNEL_TOOLS_ORIGIN = "the kernel tools"
+"""How collision errors name this toolset (see :mod:`nbagent.tools.sources`)."""
+
+
+class KernelTools(ToolSource):
+    """The kernel toolset as a tool source; ``kernel=True`` adds ``KernelTools()``.
+
+    Options are :func:`kernel_tools`'s. Each run gets the tools of the kernel it
+    runs in, and its system message gets the kernel's variable inventory.
+    """
+
+    def __init__(
+        self,
+        shell: Any = None,
+        *,
+        namespace: dict[str, Any] | None = None,
+        run_timeout: float = RUN_TIMEOUT,
+        approval: bool = True,
+    ) -> None:
+        self.shell = shell
+        self.namespace = namespace
+        self.run_timeout = run_timeout
+        self.approval = approval
+
+    def __repr__(self) -> str:
+        return f"KernelTools(run_timeout={self.run_timeout!r}, approval={self.approval!r})"
+
+    @property
+    def origin(self) -> str:
+        """``the kernel tools``."""
+        return KERNEL_TOOLS_ORIGIN
+
+    def get_tools(self) -> Sequence[Tool]:
+        """The five kernel tools for the kernel running now (built once per namespace)."""
+        return kernel_tools(
+            self.shell,
+            namespace=self.namespace,
+            run_timeout=self.run_timeout,
+            approval=self.approval,
+        )
+
+    def run_context(self) -> str:
+        """The variable inventory the run's system message carries."""
+        return kernel_context(current_view(self.shell, self.namespace))
 
 
 def inventory_text(shell: Any = None, *, namespace: dict[str, Any] | None = None) -> str:
@@ -144,7 +192,7 @@ def _build(view: KernelView, run_timeout: float, approval: bool) -> list[Tool]:
         """
         return propose_text(view, code)
 
-    return [
+    tools = [
         Tool(list_variables, timeout=30.0),
         Tool(inspect_variable, timeout=30.0),
         Tool(
@@ -156,3 +204,6 @@ def _build(view: KernelView, run_timeout: float, approval: bool) -> list[Tool]:
         Tool(last_error, timeout=30.0),
         Tool(propose_cell, timeout=30.0),
     ]
+    for t in tools:
+        t.origin = KERNEL_TOOLS_ORIGIN  # so a clash names them, in any list they are put in
+    return tools

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._internal.images import Image, is_image_like, to_image
+from .._internal.threads import TIMED_OUT, wait_bounded
 from .._internal.values import PROMPT_CHARS, PROMPT_ROWS, frame_shape, is_frame, prompt_text
-from .._internal.workers import TIMED_OUT, wait_bounded
 
 __all__ = ["FIELD", "PROMPT_SECONDS", "Interpolated", "PromptError", "interpolate_prompt"]
 

@@ -1,6 +1,6 @@
 """``run_python``: code from the model, run in the user's namespace as a cell would.
 
-The code runs on the kernel's main thread (see :mod:`.mainthread`), is not added
+The code runs on the kernel's main thread (see :mod:`nbagent._internal.threads`), is not added
 to the notebook's history (no ``In``/``Out``/``_`` entries), and leaves the
 variables it assigns in the namespace. What it printed, the value of its last
 expression, what it displayed and the figures it drew come back as one
@@ -17,9 +17,9 @@ import sys
 from typing import Any
 
 from .._internal.images import is_image_like
+from .._internal.threads import JobTimedOut, call_on_main_thread
 from .._internal.values import cut_middle, to_model_text
 from .errors import trimmed_traceback
-from .mainthread import JobTimedOut, call_on_main_thread
 from .namespace import KernelView
 
 __all__ = ["PythonError", "RunPythonOutput", "run_code"]

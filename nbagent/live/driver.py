@@ -31,9 +31,13 @@ from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._internal.sync import iterate_in_background, run_in_background
+from .._internal.threads import (
+    MAIN_THREAD_POSTER,
+    MainThreadJob,
+    iterate_in_background,
+    run_in_background,
+)
 from ..events import ToolCallFinished
-from ..kernel.mainthread import MAIN_THREAD_POSTER, MainThreadJob
 from ..render import Transcript
 from .approval import ApprovalRequest, approval_bridge
 from .throttle import Throttle
@@ -139,13 +143,13 @@ class LiveRun:
         if self.agent.settings.approver is None and "approver" not in overrides:
             overrides["approver"] = approval_bridge(queue.put)
         # run_python's code runs here, in the consumer (the cell's main thread): the
-        # run's tool threads inherit this poster (see nbagent.kernel.mainthread).
+        # run's tool threads inherit this poster (see nbagent._internal.threads.mainthread).
         loop = asyncio.get_running_loop()
         MAIN_THREAD_POSTER.set(lambda job: loop.call_soon_threadsafe(queue.put_nowait, job))
 
         async def pump() -> None:
             try:
-                async for event in self.agent.stream(self.prompt, **overrides):
+                async for event in self.agent.stream(self.prompt, paced=True, **overrides):
                     await queue.put(event)
                     if (
                         self._stop_on_result.is_set()

@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..render import footer_text, round_summary, terminal_safe
+from ..results import STOPS
 from .approval import ask_on_stdin
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class TerminalPrinter:
             self._line(f"▸ {round_summary(transcript.rounds[index], index)}")
             self.streamed, self._parts = "", 0  # a finished round restarts the streamed text
         self._rounds = len(transcript.rounds)
-        # Once interrupted, the closing "[run cancelled]" line says so: no status line.
+        # Once interrupted, the closing "cancelled" note says so: no status line.
         if transcript.status != self._status and not transcript.interrupted:
             self._status = transcript.status
             self._line(f"· {transcript.status}")
@@ -101,13 +102,12 @@ class TerminalPrinter:
         """Print what the stream did not show: the rest of the answer and the footer."""
         result = transcript.result
         if result is None:  # interrupted before the run could report how it ended
-            self._line(
-                "[run cancelled]" if transcript.interrupted else "[run ended without a result]"
-            )
+            cancelled = str(STOPS["cancelled"].note)
+            self._line(cancelled if transcript.interrupted else "[run ended without a result]")
             return
         output = result.text
         if output.startswith(self.streamed):
-            rest = output[len(self.streamed) :]  # e.g. "\n\n[run cancelled]"
+            rest = output[len(self.streamed) :]  # e.g. the stop note after a partial answer
             self._write(rest.lstrip("\n") if self._at_line_start else rest)
         else:  # the final text was not streamed (or differs): show it whole
             self.end_line()

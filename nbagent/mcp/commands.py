@@ -87,6 +87,6 @@ def _list() -> str:
     lines = []
     for name, server in KERNEL_SERVERS.items():
         state = "running" if server.running else "stopped (starts on next call)"
-        tools = ", ".join(t.name for t in server.nbagent_tools()) if server.running else ""
+        tools = ", ".join(t.name for t in server.get_tools()) if server.running else ""
         lines.append(f"{name} [{state}] {server!r}" + (f"\n  tools: {tools}" if tools else ""))
     return "\n".join(lines)

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..kernel import KERNEL_TOOL_NAMES, KERNEL_TOOLS_ORIGIN
 from ..tools import REGISTRY
+from ..tools.sources import name_clash
 from .server import MCPServer
 
 CONFIG_VARIABLE = "NBAGENT_MCP_CONFIG"
@@ -69,18 +71,25 @@ def servers_from_config(data: Mapping[str, Any] | str | os.PathLike[str]) -> lis
 
 
 def add_server(server: MCPServer) -> list[str]:
-    """Start ``server`` for the kernel's life and register its tools; returns their names."""
+    """Start ``server`` for the kernel's life and register its tools; returns their names.
+
+    Raises:
+        ConfigError: one of its tools has the name of a registered tool or of a kernel
+            tool (``%%agent --kernel`` would offer both): nothing is added.
+    """
     if server.name in KERNEL_SERVERS:
         remove_server(server.name)
-    tools = server.nbagent_tools()
-    taken = {n for n in (t.name for t in tools) if n in REGISTRY}
-    taken = {n for n in taken if getattr(REGISTRY[n], "server", None) != server.name}
-    if taken:
+    tools = server.get_tools()
+    for t in tools:
+        held = REGISTRY.get(t.name)
+        if t.name in KERNEL_TOOL_NAMES:
+            taken_by = f"{KERNEL_TOOLS_ORIGIN} (what %%agent --kernel adds)"
+        elif held is not None and held.origin != server.origin:
+            taken_by = held.origin or f"your @tool {t.name!r}"
+        else:
+            continue
         server.close()
-        raise ConfigError(
-            f"MCP server {server.name!r}: tool names already in use: {sorted(taken)} "
-            "(give the server a prefix)"
-        )
+        raise name_clash(t.name, taken_by, server.origin)
     KERNEL_SERVERS[server.name] = server
     for t in tools:
         REGISTRY.add(t)
@@ -93,11 +102,15 @@ def remove_server(name: str) -> None:
     if server is None:
         known = ", ".join(sorted(KERNEL_SERVERS)) or "none"
         raise ConfigError(f"no MCP server named {name!r} (servers: {known})")
-    for tool_name in [n for n, t in REGISTRY.items() if getattr(t, "server", None) == name]:
+    for tool_name in [n for n, t in REGISTRY.items() if t.origin == server.origin]:
         REGISTRY.remove(tool_name)
     server.close()
 
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, list[str]]:
-    """Add every server of an ``mcpServers`` file for the kernel's life; tool names by server."""
+    """Add every server of an ``mcpServers`` file for the kernel's life; tool names by server.
+
+    A server refused by :func:`add_server` stops the loading with its ConfigError; the
+    servers added before it stay.
+    """
     return {server.name: add_server(server) for server in servers_from_config(path)}

@@ -21,8 +21,9 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
-from .._internal.sync import background_loop, run_in_background
+from .._internal.threads import background_loop, run_in_background
 from ..errors import ConfigError
+from ..tools import ToolSource
 from .tools import MCPError, MCPTool, check_schema, to_value, wire_name
 
 logger = logging.getLogger("nbagent")
@@ -33,7 +34,7 @@ START_TIMEOUT = 30.0
 _LIVE: weakref.WeakSet[MCPServer] = weakref.WeakSet()
 
 
-class MCPServer:
+class MCPServer(ToolSource):
     """Tools from an MCP server, usable wherever nbagent takes tools.
 
     Build one with :meth:`stdio` or :meth:`http`, then pass it in ``tools=[...]``
@@ -109,13 +110,18 @@ class MCPServer:
         return f"MCPServer({self.name!r}, {kind}: {where})"
 
     @property
+    def origin(self) -> str:
+        """How collision errors name the server: ``MCP server 'files'``."""
+        return f"MCP server {self.name!r}"
+
+    @property
     def running(self) -> bool:
         """Whether the server's session is up."""
         return self._session is not None
 
     # -- tools -------------------------------------------------------------------
 
-    def nbagent_tools(self) -> list[MCPTool]:
+    def get_tools(self) -> list[MCPTool]:
         """The server's tools as nbagent tools (starts the server if needed; sync)."""
         if self._tools is None:
             run_in_background(self.list_tools)

@@ -200,6 +200,7 @@ class MCPTool(Tool):
     ) -> None:
         # Not Tool.__init__: the schema comes from the server, not from a signature.
         self.server = server
+        self.origin = f"MCP server {server!r}"
         self.remote_name = remote_name
         self.name = name
         self.description = description

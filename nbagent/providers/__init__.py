@@ -12,7 +12,9 @@ adapter). What the rest of nbagent asks of providers comes from here and from
 the adapters' class attributes (see ``http/template.py``), never from a list of
 names: :func:`resolve_model` (the default model), :func:`secret_headers` and
 :func:`invented_id_patterns` (recordings), :func:`makes_http_requests` (whether
-recording applies), :func:`environment_variables` (what tests clear).
+recording applies), :func:`environment_variables` (what tests clear), and of a
+provider object :func:`capabilities` (typed output, context window, images,
+pricing, tracing name: see ``base.Capabilities``).
 """
 
 from __future__ import annotations
@@ -25,23 +27,31 @@ from typing import Any
 
 from ..errors import ConfigError
 from .base import (
+    Capabilities,
     Finished,
     ModelRequest,
+    OutputMode,
     Provider,
     ProviderEvent,
+    StructuredOutput,
     TextChunk,
     ToolCallReady,
     UsageReport,
 )
 
 __all__ = [
+    "Capabilities",
     "Finished",
     "ModelRequest",
+    "OutputMode",
     "Provider",
     "ProviderEvent",
+    "StructuredOutput",
     "TextChunk",
     "ToolCallReady",
     "UsageReport",
+    "accepts_images",
+    "capabilities",
     "environment_variables",
     "get_provider",
     "how_to_choose",
@@ -261,6 +271,32 @@ def environment_variables() -> tuple[str, ...]:
         found.update(dict.fromkeys(entry.get("other_variables")))
     found[MODEL_VARIABLE] = None
     return tuple(found)
+
+
+def capabilities(provider: Provider) -> Capabilities:
+    """What ``provider``'s model can do, as its adapter declares it.
+
+    A provider that declares nothing (a user's own object with ``name``, ``model`` and
+    ``stream``) gets its model family's facts (``families.py``), typed output in
+    the prompt, no price, and its own name in traces.
+    """
+    declare = getattr(provider, "capabilities", None)
+    if callable(declare):
+        declared = declare()
+        if not isinstance(declared, Capabilities):
+            raise ConfigError(
+                f"{type(provider).__name__}.capabilities() returned {declared!r}, "
+                "not a nbagent.providers.Capabilities"
+            )
+        return declared
+    from .families import family_capabilities
+
+    return family_capabilities(provider.model or "")
+
+
+def accepts_images(provider: Provider) -> bool:
+    """Whether ``provider``'s model takes images (else tool results' images become text)."""
+    return capabilities(provider).images
 
 
 # -- the built-in providers ----------------------------------------------------------------

@@ -343,6 +343,12 @@ class AnthropicProvider(HttpProvider):
     key_header, key_prefix = "x-api-key", ""
     secret_headers = ("x-api-key", "authorization")
     default_model = "claude-haiku-4-5"
+    output_mode = "tool"  # no structured output: a final_answer tool carries the answer
+    pricing_id = "anthropic"
+
+    def choose_tool(self, name: str) -> dict[str, Any]:
+        """``tool_choice`` naming one tool (allowed even where tools are otherwise forbidden)."""
+        return {"tool_choice": {"type": "tool", "name": name}}
 
     def headers(self, env: Mapping[str, str]) -> dict[str, str]:
         """The API version every request names."""
@@ -365,15 +371,15 @@ class AnthropicProvider(HttpProvider):
             elif message.role == "user":
                 # Empty and whitespace-only text blocks are rejected by the API.
                 text = message.content if message.content.strip() else "(empty)"
-                if message.images and not request.images:
+                if message.images and not request.send_images:
                     text = "\n".join([text, *placeholders(message.images)])
                 blocks = [_text(text)]
-                if request.images:
+                if request.send_images:
                     blocks += [_image_block(i) for i in message.images]  # {fig}
                 _append(messages, "user", blocks)
             else:
                 for tool_round in message.rounds or []:
-                    _expand_round(messages, tool_round, names, request.images)
+                    _expand_round(messages, tool_round, names, request.send_images)
                     used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
                 if message.content.strip():
                     final = _thinking_blocks(message.provider_data) + [_text(message.content)]

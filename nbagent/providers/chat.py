@@ -17,12 +17,13 @@ from .base import ModelRequest
 
 def chat_messages(
     request: ModelRequest,
-    expand_assistant: Callable[[Message], list[dict[str, Any]]],
+    expand_assistant: Callable[[Message, bool], list[dict[str, Any]]],
     expand_user: Callable[[Message], dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The compact history as role/content messages (see providers/base.py).
 
-    ``expand_user`` encodes a user message that has images (``{fig}``), when the
+    ``expand_assistant(message, send_images)`` expands an assistant turn and its
+    rounds; ``expand_user`` encodes a user message that has images (``{fig}``), when the
     request sends images; otherwise the message's text names them.
     """
     out: list[dict[str, Any]] = []
@@ -30,8 +31,8 @@ def chat_messages(
         out.append({"role": "system", "content": request.system})
     for message in request.messages:
         if message.role == "assistant":
-            out += expand_assistant(message)
-        elif message.images and not request.images:  # images off: the text names them
+            out += expand_assistant(message, request.send_images)
+        elif message.images and not request.send_images:  # images off: the text names them
             text = "\n".join([message.content, *placeholders(message.images)])
             out.append({"role": message.role, "content": text})
         elif message.images and expand_user is not None:

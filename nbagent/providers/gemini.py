@@ -263,6 +263,19 @@ class GeminiProvider(HttpProvider):
     secret_headers = ("x-goog-api-key",)
     invented_id_pattern = r"gemini_call_[0-9a-f]{16}"
     default_model = "gemini-2.5-flash"
+    output_mode = "native"  # responseSchema
+    native_output_with_tools = False  # Gemini 2.x refuses a JSON mime type beside functions
+    pricing_id = "google"
+    tracing_name = "gcp.gemini"
+
+    def native_output(
+        self, extra: dict[str, Any], schema: dict[str, Any], name: str
+    ) -> dict[str, Any]:
+        """``generationConfig`` with a JSON response type and the schema in Gemini's subset."""
+        generation = dict(extra.get("generationConfig") or {})
+        generation["responseMimeType"] = "application/json"
+        generation["responseSchema"] = to_gemini_schema(schema)
+        return {**extra, "generationConfig": generation}
 
     def __init__(self, model: str, **options: Any) -> None:
         super().__init__(model.removeprefix("models/"), **options)
@@ -289,10 +302,10 @@ class GeminiProvider(HttpProvider):
                 system_parts.append(message.content)
             elif message.role == "user":
                 text = message.content
-                if message.images and not request.images:
+                if message.images and not request.send_images:
                     text = "\n".join([text, *placeholders(message.images)])
                 parts: list[dict[str, Any]] = [{"text": text}]  # "" is accepted
-                if request.images:  # {fig}
+                if request.send_images:  # {fig}
                     parts += [
                         {"inlineData": {"mimeType": i.media_type, "data": i.base64()}}
                         for i in message.images
@@ -300,7 +313,7 @@ class GeminiProvider(HttpProvider):
                 _append(contents, "user", parts)
             else:
                 for tool_round in message.rounds or []:
-                    _expand_round(contents, tool_round, names, request.images)
+                    _expand_round(contents, tool_round, names, request.send_images)
                     used_tools.update(dict.fromkeys(c.name for c in tool_round.calls))
                 if message.content.strip():
                     part: dict[str, Any] = {"text": message.content}

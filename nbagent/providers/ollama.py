@@ -80,6 +80,14 @@ class OllamaProvider(HttpProvider):
     default_base_url = DEFAULT_HOST
     invented_id_pattern = r"call_[0-9a-f]{16}"
     path = "/api/chat"
+    output_mode = "native"  # format: a JSON schema
+    pricing_id = None  # models on your own machine have no list price
+
+    def native_output(
+        self, extra: dict[str, Any], schema: dict[str, Any], name: str
+    ) -> dict[str, Any]:
+        """``format`` holding the schema (Ollama constrains the reply to it)."""
+        return {**extra, "format": schema}
 
     def resolve_base_url(self, given: str | None) -> str:
         """``OLLAMA_HOST`` rules: no scheme, no port, ``0.0.0.0`` all mean something."""
@@ -222,11 +230,7 @@ def _tool_call(item: dict[str, Any]) -> ToolCall | None:
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as /api/chat messages (see providers/base.py)."""
-    return chat_messages(
-        request,
-        lambda message: _expand_assistant(message, request.images),
-        _expand_user,
-    )
+    return chat_messages(request, _expand_assistant, _expand_user)
 
 
 def _expand_user(message: Message) -> dict[str, Any]:

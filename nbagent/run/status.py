@@ -23,7 +23,6 @@ logger = logging.getLogger("nbagent")
 STATUS_MODEL_SECONDS = 2.0
 """The longest a status model may take before the Title Case line is shown."""
 
-MAX_ROUNDS_STATUS = "Maximum tool rounds reached. Generating final response…"
 TOOLS_REFUSED_NOTE = "this model does not support tools; answered without them"
 
 _STATUS_PROMPT = (

@@ -4,40 +4,59 @@ The automatic loop (:class:`nbagent.run.loop.Run`) is built on these pieces; use
 directly to decide between rounds yourself (inspect the calls, skip some, stop
 early, log)::
 
-    steps = Steps(agent, "Weather in Oslo?")
+    steps = agent.steps("Weather in Oslo?")         # settings as for agent.run(...)
     while True:
-        request = steps.next_request()             # budgets and context window applied
+        request = steps.next_request()             # budgets, context window, cost cap
+        if request is None:                        # steps.stop_reason says why
+            break
         reply = await steps.send(request)           # the model's text and calls
         if not reply.requires_tool_execution:
             break
         results = await steps.execute(reply)        # the agent's tools, approval, middleware
-        steps.append_round(reply, results)          # the round joins the conversation
+        steps.append_round(reply, results)          # the round joins the conversation (and history)
     result = steps.finish(reply)                    # a RunResult, like agent.run's
 
-* :class:`RequestPlanner`: the next :class:`~nbagent.providers.ModelRequest` from a
-  conversation, fitted to the context window and the token budget;
+``send_sync`` and ``execute_sync`` are the same steps for synchronous code.
+
+* :class:`~nbagent.run.planner.RequestPlanner`: fits a request to the context window
+  and the token budget;
 * :func:`send_request`: one request, its events passed on, a :class:`ModelReply` back;
 * :func:`execute_calls`: one round's calls with the tools, approval, timeouts,
   output budget, middleware, retries and progress;
-* :class:`Steps`: the four together on an :class:`~nbagent.Agent`'s conversation.
+* :class:`Steps`: one run's state (its messages, usage, typed output, history and
+  trace hooks) and the one place a run's requests are assembled.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
+from ..events import Event, RoundFinished, RunFinished, RunStarted, Status
 from ..messages import Conversation, Message, ToolCall, ToolResult, ToolRound, Usage, new_id
-from ..providers.base import Finished, ModelRequest, Provider, TextChunk, ToolCallReady, UsageReport
+from ..providers import accepts_images
+from ..providers.base import (
+    Finished,
+    ModelRequest,
+    Provider,
+    ProviderEvent,
+    TextChunk,
+    ToolCallReady,
+    UsageReport,
+)
 from ..results import RunResult
 from ..tools import Tool, execute_round, wrap_call
-from .budget import TokenMeter, context_window, fit_request
+from .planner import RequestPlanner
+from .settings import RunInputs, RunSettings
+from .stops import STOPS, StopReason, stop_reason_words
+
+if TYPE_CHECKING:
+    from .output import OutputSpec
 
 __all__ = [
-    "FINAL_INSTRUCTIONS",
     "ModelReply",
     "RequestPlanner",
     "Steps",
@@ -47,30 +66,14 @@ __all__ = [
 
 logger = logging.getLogger("nbagent")
 
-FINAL_ANSWER_INSTRUCTION = (
-    "You have used the maximum number of tool rounds. Do not call any more tools. "
-    "Answer the user's request now, as well as you can, from the information gathered so far."
-)
-
-FINAL_INSTRUCTIONS = {
-    "max_rounds": FINAL_ANSWER_INSTRUCTION,
-    "tool_errors": (
-        "The tool calls keep failing. Do not call any more tools. Tell the user what "
-        "failed and answer as well as you can from the information gathered so far."
-    ),
-    "token_budget": (
-        "The token budget for this request is nearly spent. Do not call any more tools. "
-        "Answer the user's request now, briefly, from the information gathered so far."
-    ),
-    "tool_only_rounds": FINAL_ANSWER_INSTRUCTION,
-    "final": FINAL_ANSWER_INSTRUCTION,
-}
-"""The user text of a forced final request, by the reason it was forced."""
-
-FINAL_OUTPUT_TOKENS = 64
-"""The fewest output tokens worth a forced final request at the token budget."""
+NO_INPUTS = RunInputs()
 
 ProgressCallback = Callable[[ToolCall, str, "float | None"], None]
+Listener = Callable[[Event], None]
+"""Sees every event of a run as it happens (the history writer, the tracer, a queue)."""
+OnProviderEvent = Callable[[ProviderEvent], None]
+"""Sees each provider event of a request as it arrives (text chunks, calls, usage)."""
+Verdict = Literal["complete", "retry", "output_invalid"]
 
 
 @dataclass
@@ -88,95 +91,10 @@ class ModelReply:
         return bool(self.calls)
 
 
-class RequestPlanner:
-    """Builds each request of a run, fitted to the context window and the token budget.
-
-    ``overflow`` is set when a request could not fit the context window even
-    compacted (the run must stop: nothing is sent).
-    """
-
-    def __init__(self, settings: Any, model: str) -> None:
-        self.settings = settings
-        self.meter = TokenMeter()
-        self.window = settings.context_window or context_window(model)
-        self.last_estimate = 0
-        self.overflow = False
-
-    def build(
-        self,
-        conversation: Conversation,
-        tools: list[Any],
-        *,
-        spent: int = 0,
-        forced: str | None = None,
-    ) -> ModelRequest | None:
-        """The next request (None: it would pass the budget, or cannot fit the window).
-
-        Args:
-            conversation: the history, ending with the in-progress assistant message.
-            tools: the tool specs to offer.
-            spent: tokens the run used so far (for ``max_total_tokens``).
-            forced: why this is the forced final request (tools forbidden), or None.
-        """
-        settings = self.settings
-        request = ModelRequest(
-            system=conversation.system,
-            messages=conversation.messages,
-            tools=tools,
-            tool_choice="none" if forced else "auto",
-            final_instruction=FINAL_INSTRUCTIONS[forced] if forced else None,
-            stream=settings.stream,
-            max_output_tokens=settings.max_output_tokens,
-            temperature=settings.temperature,
-            text_tool_calls=settings.text_tool_calls,
-        )
-        budget = settings.max_total_tokens
-        limit = None
-        if self.window is not None:
-            # Room for the answer: what max_output_tokens asks, or an eighth of the window.
-            limit = self.window - (settings.max_output_tokens or self.window // 8)
-        if budget is not None and forced:
-            # The forced final request may use all that is left but a short answer's room.
-            left = budget - spent - FINAL_OUTPUT_TOKENS
-            limit = left if limit is None else min(limit, left)
-        if limit is None and budget is None:
-            return request  # nothing to fit (and no window to report fullness against)
-        fitted = fit_request(request, limit if limit is not None else 1 << 62, self.meter)
-        if fitted is None:
-            self.overflow = budget is None
-            logger.info("no request fits in %d tokens", limit)
-            return None
-        request, estimate = fitted
-        if budget is not None:
-            left = budget - spent
-            if not forced and 2 * (estimate + FINAL_OUTPUT_TOKENS) > left:
-                return None  # another round would leave no room for the final answer
-            # Never exceed the budget: the output may use only what the input leaves.
-            room = left - estimate
-            cap = settings.max_output_tokens
-            request.max_output_tokens = room if cap is None else min(cap, room)
-        self.last_estimate = estimate
-        if request.messages is not conversation.messages:
-            logger.info("request compacted to fit: about %d input tokens", estimate)
-        return request
-
-    def learn(self, request: ModelRequest, usage: Usage) -> None:
-        """Scale later estimates by the provider's count of this request."""
-        if self.window is not None or self.settings.max_total_tokens is not None:
-            self.meter.calibrate(request, usage.input_tokens)
-
-    def context_note(self) -> str | None:
-        """``context 2,100/128,000 tokens (2%)`` for the footer (None if the window is unknown)."""
-        if self.window is None or not self.last_estimate:
-            return None
-        share = 100 * self.last_estimate / self.window
-        return f"context {self.last_estimate:,}/{self.window:,} tokens ({share:.0f}%)"
-
-
 async def send_request(
     provider: Provider,
     request: ModelRequest,
-    on_event: Callable[[Any], None] | None = None,
+    on_event: OnProviderEvent | None = None,
     *,
     seen_ids: set[str] | None = None,
 ) -> ModelReply:
@@ -218,8 +136,9 @@ async def send_request(
 async def execute_calls(
     calls: list[ToolCall],
     tools: Mapping[str, Tool],
-    settings: Any,
+    settings: RunSettings,
     *,
+    inputs: RunInputs = NO_INPUTS,
     on_result: Callable[[ToolResult], None] | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> list[ToolResult]:
@@ -243,36 +162,81 @@ async def execute_calls(
         tools,
         approver=settings.approver,
         default_timeout=settings.tool_timeout,
-        per_call_chars=settings.per_call_chars,
-        per_round_chars=settings.per_round_chars,
+        per_call_chars=inputs.per_call_chars,
+        per_round_chars=inputs.per_round_chars,
         on_result=on_result,
         wrap=wrap,
     )
 
 
-@dataclass
+@dataclass(frozen=True)
+class RunSpec:
+    """What one run is made of, and who hears its events (history, traces, a reader)."""
+
+    provider: Provider
+    conversation: Conversation
+    prompt: str
+    tools: Mapping[str, Tool]
+    settings: RunSettings
+    inputs: RunInputs = NO_INPUTS
+    model_label: str | None = None
+    listeners: Sequence[Listener] = ()
+
+    @property
+    def label(self) -> str:
+        """The model string shown for the run ("openai:gpt-4o")."""
+        return self.model_label or f"{self.provider.name}:{self.provider.model}"
+
+
 class Steps:
-    """One run of an :class:`~nbagent.Agent`, driven a step at a time by the caller.
+    """One run, a step at a time: its state, and the one place its requests are assembled.
 
     Creating it appends the prompt (and an in-progress assistant message) to the
-    agent's conversation; every method keeps the history valid. See the module
-    docstring for the loop; :meth:`finish` ends it and returns a RunResult.
+    conversation and tells the listeners the run started; every method keeps the
+    history valid; :meth:`finish` ends the run and returns its RunResult. Get one from
+    :meth:`nbagent.Agent.steps` (with the agent's settings, kernel context, history,
+    tracing and busy lock); the automatic loop drives one the same way.
     """
 
-    agent: Any
-    prompt: str
-    planner: RequestPlanner = field(init=False)
-    message: Message = field(init=False)
-    usage: Usage = field(default_factory=Usage, init=False)
-    _seen_ids: set[str] = field(default_factory=set, init=False)
-    _started: float = field(default_factory=time.perf_counter, init=False)
+    def __init__(
+        self, spec: RunSpec, *, on_finish: Sequence[Callable[[RunResult], None]] = ()
+    ) -> None:
+        self.spec = spec
+        self.provider = spec.provider
+        self.conversation = spec.conversation
+        self.prompt = spec.prompt
+        self.tools = spec.tools
+        self.settings = settings = spec.settings
+        self.inputs = spec.inputs
+        self.model = spec.label
+        self.listeners = list(spec.listeners)
+        self._on_finish = list(on_finish)
+        self.planner = RequestPlanner(settings, self.provider)
+        self.specs = [t.spec for t in spec.tools.values()]
+        """The tool specs offered, built once per run."""
+        self.message = Message(role="assistant", content="", rounds=[], model=self.model)
+        self.usage = Usage()
+        self.result: RunResult | None = None
+        self.stop_reason: StopReason | None = None
+        """Why :meth:`next_request` returned None, or why the run stopped."""
+        self.pending_round: ToolRound | None = None
+        """A round whose calls are running (given "not run" results if the run ends)."""
+        self.tools_refused = False
+        """The model refused tools: later requests go without them."""
+        self.notes: list[str] = []
+        self.output: OutputSpec | None = None  # nbagent.run.output, imported only when used
+        if settings.output_type is not None:
+            from .output import OutputSpec
 
-    def __post_init__(self) -> None:
-        settings = self.agent.settings
-        self.planner = RequestPlanner(settings, self.agent.model)
-        self.message = Message(role="assistant", content="", rounds=[], model=self.agent.model)
-        self.agent.conversation.messages.append(Message(role="user", content=self.prompt))
-        self.agent.conversation.messages.append(self.message)
+            self.output = OutputSpec(settings.output_type)
+        self._output_value: Any = None
+        self._output_retry: tuple[str, str] | None = None  # (rejected answer, feedback)
+        self._output_attempts = 0
+        self._seen_ids: set[str] = set()
+        self._started = time.perf_counter()
+        user = Message("user", spec.prompt, images=list(spec.inputs.attachments))
+        spec.conversation.messages += [user, self.message]
+        self.emit(RunStarted(spec.prompt, self.model, spec.conversation.id))
 
     @property
     def rounds(self) -> list[ToolRound]:
@@ -281,64 +245,251 @@ class Steps:
             self.message.rounds = []
         return self.message.rounds
 
-    def next_request(self, *, final: bool = False) -> ModelRequest | None:
-        """The next request, or None when it would pass the budget or the context window.
+    def emit(self, event: Event) -> None:
+        """Hand ``event`` to every listener (history, trace, the event stream) now."""
+        for listener in self.listeners:
+            listener(event)
 
-        ``final=True`` forbids tools and asks for the answer (as at ``max_rounds``).
+    # -- requests ----------------------------------------------------------------------
+
+    def next_request(
+        self, *, final: bool = False, forced: StopReason | None = None
+    ) -> ModelRequest | None:
+        """The next request, or None (``stop_reason`` says why: budget, window or cost).
+
+        ``final=True`` forbids tools and asks for the answer (as at ``max_rounds``);
+        ``forced`` names the stop reason whose final-answer instruction to send.
         """
-        tools = [t.spec for t in self.agent.tools.values()]
-        forced = "final" if final else None
+        forced = forced or ("max_rounds" if final else None)
+        tools = [] if self.tools_refused else self.specs
+        context = self.inputs.context  # the kernel inventory joins the system message
+        system = "\n\n".join(p for p in (self.conversation.system, context) if p) or None
+        messages = self.conversation.messages
+        if self._output_retry is not None:  # the rejected answer, then what is wrong with it
+            messages = [*messages, Message(role="user", content=self._output_retry[1])]
+        view = Conversation(self.conversation.id, system, messages)
         spent = self.usage.total_tokens
-        return self.planner.build(self.agent.conversation, tools, spent=spent, forced=forced)
+        request = self.planner.build(view, tools, spent=spent, forced=forced)
+        if request is None:
+            self.stop_reason = "context_window" if self.planner.overflow else "token_budget"
+            return None
+        if self._over_cost_budget():
+            self.stop_reason = "cost_budget"
+            return None
+        request.send_images = self.settings.send_images and accepts_images(self.provider)
+        if self.output is not None:
+            request = self.output.prepare(request, self.provider, forced=forced is not None)
+        return request
 
     async def send(
-        self, request: ModelRequest, on_event: Callable[[Any], None] | None = None
+        self, request: ModelRequest, on_event: OnProviderEvent | None = None
     ) -> ModelReply:
-        """Send ``request`` to the agent's model; ``on_event`` sees each provider event."""
-        reply = await send_request(self.agent.provider, request, on_event, seen_ids=self._seen_ids)
+        """Send ``request`` to the model; ``on_event`` sees each provider event.
+
+        The reply's usage is priced and counted; with an output type, an answer given
+        through the output tool becomes the reply's text.
+        """
+        if self._output_retry is not None:  # the rejected answer is lent to this request
+            self.message.content = self._output_retry[0]
+        try:
+            reply = await send_request(self.provider, request, on_event, seen_ids=self._seen_ids)
+        finally:
+            if self._output_retry is not None:
+                self.message.content = ""
+        if reply.usage.total_tokens:  # the provider reported usage: dollars from genai-prices
+            from ..cost import price
+
+            reply.usage.cost = price(self.provider, reply.usage)
         self.planner.learn(request, reply.usage)
         self.usage = self.usage + reply.usage
+        self.message.usage = self.usage
+        if self.output is not None:
+            reply.calls, answer = self.output.take_answer(reply.calls)
+            reply.text = reply.text if answer is None else answer
         return reply
 
+    def send_sync(
+        self, request: ModelRequest, on_event: OnProviderEvent | None = None
+    ) -> ModelReply:
+        """:meth:`send` for synchronous code (safe inside Jupyter's running loop)."""
+        from .._internal.threads import run_in_background
+
+        reply: ModelReply = run_in_background(lambda: self.send(request, on_event))
+        return reply
+
+    # -- tools ---------------------------------------------------------------------------
+
     async def execute(
+        self,
+        reply: ModelReply,
+        on_progress: ProgressCallback | None = None,
+        *,
+        on_result: Callable[[ToolResult], None] | None = None,
+    ) -> list[ToolResult]:
+        """Run the reply's calls with the tools, approval, timeouts and middleware."""
+        return await execute_calls(
+            reply.calls,
+            self.tools,
+            self.settings,
+            inputs=self.inputs,
+            on_result=on_result,
+            on_progress=on_progress,
+        )
+
+    def execute_sync(
         self, reply: ModelReply, on_progress: ProgressCallback | None = None
     ) -> list[ToolResult]:
-        """Run the reply's calls with the agent's tools, approval, timeouts and middleware."""
-        return await execute_calls(
-            reply.calls, self.agent.tools, self.agent.settings, on_progress=on_progress
+        """:meth:`execute` for synchronous code."""
+        from .._internal.threads import run_in_background
+
+        results: list[ToolResult] = run_in_background(lambda: self.execute(reply, on_progress))
+        return results
+
+    def begin_round(self, reply: ModelReply) -> ToolRound:
+        """The reply's round, joined to the conversation before its calls run."""
+        tool_round = ToolRound(
+            reply.text or None, reply.calls, [], reply.usage, 0.0, reply.provider_data
         )
+        self.rounds.append(tool_round)
+        self.pending_round = tool_round
+        return tool_round
+
+    def end_round(self, tool_round: ToolRound, results: list[ToolResult]) -> None:
+        """Give the round one result per call, in call order, and save it (history, trace)."""
+        by_id = {r.call_id: r for r in results}
+        for call in tool_round.calls:  # the history needs a result for every call
+            if call.id not in by_id:
+                by_id[call.id] = ToolResult(call.id, call.name, False, "Error: not run", "not run")
+        tool_round.results = [by_id[c.id] for c in tool_round.calls]
+        self.pending_round = None
+        self.emit(RoundFinished(tool_round, self.rounds.index(tool_round)))
 
     def append_round(self, reply: ModelReply, results: list[ToolResult]) -> ToolRound:
         """Add the round (the reply's calls and their results) to the conversation."""
-        by_id = {r.call_id: r for r in results}
-        missing = [c for c in reply.calls if c.id not in by_id]
-        for call in missing:  # the history needs a result for every call
-            by_id[call.id] = ToolResult(call.id, call.name, False, "Error: not run", "not run")
-        ordered = [by_id[c.id] for c in reply.calls]
-        tool_round = ToolRound(
-            reply.text or None, reply.calls, ordered, reply.usage, 0.0, reply.provider_data
-        )
-        self.rounds.append(tool_round)
+        tool_round = self.begin_round(reply)
+        self.end_round(tool_round, results)
         return tool_round
 
-    def finish(self, reply: ModelReply | None = None, stop_reason: str = "complete") -> RunResult:
-        """End the run with ``reply``'s text as the answer; returns the RunResult."""
+    # -- the answer ----------------------------------------------------------------------
+
+    def check_output(self, text: str) -> Verdict:
+        """Validate a final answer: "complete" (value kept), "retry" or "output_invalid".
+
+        "retry" means the next request carries the rejected answer and what is wrong
+        with it (at most ``nbagent.run.output.RETRIES`` times).
+        """
+        if self.output is None:
+            return "complete"
+        from .output import RETRIES
+
+        value, error = self.output.validate(text)
+        if error is None:
+            self._output_value, self._output_retry = value, None
+            return "complete"
+        self._output_attempts += 1
+        logger.info("answer rejected (%d): %s", self._output_attempts, error)
+        if self._output_attempts > RETRIES:
+            self._output_retry = None
+            return "output_invalid"
+        self._output_retry = (text, self.output.feedback(error, self.provider))
+        return "retry"
+
+    def finish(
+        self,
+        reply: ModelReply | None = None,
+        stop_reason: StopReason | None = None,
+        *,
+        partial: str = "",
+        error: BaseException | None = None,
+    ) -> RunResult:
+        """End the run (idempotent) and return its RunResult.
+
+        Args:
+            reply: the final reply; its text is the answer (validated with an output type).
+            stop_reason: why the run ends (default: ``self.stop_reason``, else "complete").
+            partial: text streamed before the run stopped, kept ahead of the stop note.
+            error: the exception that ended the run, named in its note.
+        """
+        if self.result is not None:
+            return self.result
         if reply is not None:
             self.message.content = reply.text
             self.message.provider_data = reply.provider_data
-        self.message.stop_reason = stop_reason
+            if self.output is not None and self._output_value is None and stop_reason is None:
+                verdict = self.check_output(reply.text)
+                stop_reason = "output_invalid" if verdict != "complete" else None
+        stop = stop_reason or self.stop_reason or "complete"
+        self.stop_reason = stop
+        self._complete_pending_round(stop)
+        note = STOPS[stop].note
+        if note is not None and not self.message.content:
+            if error is not None:
+                note = f"[run failed: {type(error).__name__}: {error}]"
+            self.message.content = (partial + "\n\n" if partial else "") + note
+        self.message.stop_reason = stop
         self.message.usage = self.usage
-        note = self.planner.context_note()
-        result = RunResult(
-            output=self.message.content,
+        typed = self.output is not None
+        self.result = RunResult(
+            output=self._output_value if typed else self.message.content,
+            text=self.message.content,
+            output_type=self.settings.output_type,
             rounds=self.rounds,
-            stop_reason=stop_reason,
+            stop_reason=stop,
             usage=self.usage,
-            model=self.agent.model,
-            conversation_id=self.agent.conversation.id,
+            model=self.model,
+            conversation_id=self.conversation.id,
             elapsed_s=time.perf_counter() - self._started,
             message=self.message,
-            notes=[note] if note else [],
+            notes=[n for n in (*self.notes, self.planner.context_note()) if n],
         )
-        self.agent.last_result = result
-        return result
+        if stop != "complete":
+            self.emit(Status(f"Stopped: {stop_reason_words(stop)}"))
+        logger.info(
+            "run finished: stop_reason=%s rounds=%d tokens=%d",
+            stop,
+            len(self.rounds),
+            self.usage.total_tokens,
+        )
+        self.emit(RunFinished(self.result))
+        for callback in self._on_finish:
+            callback(self.result)
+        return self.result
+
+    def _complete_pending_round(self, stop_reason: StopReason) -> None:
+        """Give every call without a result a synthetic error result (history invariant)."""
+        tool_round = self.pending_round
+        if tool_round is None:
+            return
+        by_id = {r.call_id: r for r in tool_round.results}
+        word = "timed out" if stop_reason == "timeout" else "cancelled"
+        error = f"not run: the run was {word}"
+        tool_round.results = [
+            by_id.get(call.id) or ToolResult(call.id, call.name, False, f"Error: {error}", error)
+            for call in tool_round.calls
+        ]
+        self.pending_round = None
+
+    def _over_cost_budget(self) -> bool:
+        """Whether what was spent plus the next request's estimated input exceeds max_cost."""
+        if self.settings.max_cost is None:
+            return False
+        from ..cost import budget_stop
+
+        head = budget_stop(
+            self.settings.max_cost, self.usage.cost, self.provider, self.conversation, self.specs
+        )
+        if head is None:
+            return False
+        self.message.content = head + ("\n" + self.gathered_summary() if self.rounds else "")
+        return True
+
+    def gathered_summary(self) -> str:
+        """The forced final answer when the model gave no text: what the tools returned."""
+        lines = [
+            f"Stopped after {len(self.rounds)} tool rounds without a final answer. Tool results:"
+        ]
+        for rnd in self.rounds:
+            for r in rnd.results:
+                first_line = (r.content.splitlines() or [""])[0][:200]
+                lines.append(f"- {r.name}: {first_line}")
+        return "\n".join(lines)

@@ -64,6 +64,8 @@ class Database:
         self._claims: dict[tuple[str, int], set[int]] = {}
         self._identity: tuple[int, int] | None = None
         """(device, inode) of the file when opened: a replaced file is noticed at the next write."""
+        self._header: _HeaderReader | None = None
+        """Reads the open file's first bytes without ever closing a descriptor of it."""
         self._full_warned = False
         self._lock = threading.RLock()
 
@@ -87,19 +89,26 @@ class Database:
     def close(self) -> None:
         """Close the connection (the next use opens it again); checkpoints the WAL."""
         with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+            self._close_connection()
+
+    def _close_connection(self) -> None:
+        """Close the SQLite connection, then let go of the header reader (in that order)."""
+        db, self._db = self._db, None
+        try:
+            if db is not None:
+                db.close()
+        finally:
+            header, self._header = getattr(self, "_header", None), None
+            if header is not None:
+                header.release()
 
     def __del__(self) -> None:
         # A forgotten Store must not leave its connection to the garbage collector
         # (which warns about it in newer Pythons).
-        db = getattr(self, "_db", None)
-        if db is not None:
-            try:
-                db.close()
-            except Exception:
-                pass
+        try:
+            self._close_connection()
+        except Exception:
+            pass
 
     def __enter__(self: Self) -> Self:
         return self
@@ -250,10 +259,11 @@ class Database:
             migrate(db)
             db.execute("SELECT count(*) FROM conversations").fetchone()
             stat = os.stat(self.path)
+            self._identity = (stat.st_dev, stat.st_ino)
+            self._header = _HeaderReader.acquire(self.path, self._identity)
         except BaseException:
             db.close()
             raise
-        self._identity = (stat.st_dev, stat.st_ino)
         return db
 
     def _still_ours(self) -> bool:
@@ -262,27 +272,29 @@ class Database:
         Something else may have overwritten it (garbage, truncation) or replaced or
         deleted it while the connection was open; SQLite itself would go on writing
         into its WAL and report success. A damaged file is moved aside (with one
-        warning); a replaced or deleted one is simply opened again. Either way the
-        generation changes, so writers save their conversation again.
+        warning); a replaced or deleted one is simply opened again (SQLite then says
+        whether the new one is a database). Either way the generation changes, so
+        writers save their conversation again.
+
+        The check is ``os.stat`` plus reading the header through a descriptor held
+        while the connection is open: opening and closing the file here would drop
+        the process's POSIX locks SQLite relies on (sqlite.org, "How To Corrupt An
+        SQLite Database File", 2.2), which let two writers lose rounds.
         """
         try:
             stat = os.stat(self.path)
-            with open(self.path, "rb") as file:
-                header = file.read(16)
         except FileNotFoundError:
-            stat, header = None, b""
-        except OSError:
-            return True  # unreadable now: let SQLite report what it finds
-        if stat is not None and header == SQLITE_HEADER:
-            if (stat.st_dev, stat.st_ino) == self._identity:
-                return True
-            self.close()  # replaced by another SQLite file: use that one from now on
-            self._bump("the history file was replaced")
-            return False
-        if stat is None:
             self.close()
             self._bump("the history file was deleted")
             return False
+        except OSError:
+            return True  # unreachable now: let SQLite report what it finds
+        if (stat.st_dev, stat.st_ino) != self._identity:
+            self.close()  # replaced by another file: use that one from now on
+            self._bump("the history file was replaced")
+            return False
+        if self._header is None or self._header.read() == SQLITE_HEADER:
+            return True
         self._move_aside(sqlite3.DatabaseError("file is not a database (overwritten while open)"))
         return False
 
@@ -297,12 +309,10 @@ class Database:
 
     def _move_aside(self, error: BaseException) -> None:
         """Rename a corrupt file (and its WAL) out of the way so a new one can start."""
-        if self._db is not None:
-            try:
-                self._db.close()
-            except sqlite3.Error:
-                pass
-            self._db = None
+        try:
+            self._close_connection()
+        except sqlite3.Error:
+            pass
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
         target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         try:
@@ -319,6 +329,62 @@ class Database:
             f"nbagent history file {self.path} was unreadable ({error}); "
             f"moved it to {target.name} and started a new one"
         )
+
+
+class _HeaderReader:
+    """A read-only descriptor of one history file (by inode), shared in the process.
+
+    On POSIX, closing *any* descriptor of a file drops every lock the process holds
+    on it, SQLite's included. So the descriptor is opened once per file and closed
+    only when the last :class:`Database` of this process using that file has closed
+    its connection (no nbagent connection then holds a lock on it).
+    """
+
+    _open: dict[tuple[int, int], _HeaderReader] = {}
+    _registry_lock = threading.Lock()
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.users = 1
+
+    @classmethod
+    def acquire(cls, path: Path, identity: tuple[int, int]) -> _HeaderReader | None:
+        """The reader of the file ``identity`` names (None where files cannot be read so)."""
+        if not hasattr(os, "pread"):
+            return None  # Windows: no POSIX locks to lose, and an open file cannot be replaced
+        with cls._registry_lock:
+            reader = cls._open.get(identity)
+            if reader is None:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                stat = os.fstat(fd)
+                reader = cls._open.get((stat.st_dev, stat.st_ino))
+                if reader is not None:
+                    # Replaced between the stat and this open by a file we already read:
+                    # this descriptor is left open (closing it could drop our locks).
+                    reader.users += 1
+                    return reader
+                reader = cls._open[(stat.st_dev, stat.st_ino)] = cls(fd)
+            else:
+                reader.users += 1
+            return reader
+
+    def read(self) -> bytes:
+        """The file's first 16 bytes as they are now (b"" when truncated)."""
+        try:
+            return os.pread(self.fd, 16, 0)
+        except OSError:
+            return SQLITE_HEADER  # unreadable now: let SQLite report what it finds
+
+    def release(self) -> None:
+        """One user fewer; the last one closes the descriptor."""
+        with self._registry_lock:
+            self.users -= 1
+            if self.users > 0:
+                return
+            for key, reader in list(self._open.items()):
+                if reader is self:
+                    del self._open[key]
+        os.close(self.fd)
 
 
 def is_corrupt(error: BaseException) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import ChainMap
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,7 +43,9 @@ def history_path(env: Mapping[str, str] | None = None) -> Path | None:
     return Path(platformdirs.user_data_dir("nbagent", appauthor=False)) / FILENAME
 
 
-_defaults: dict[Path, Store] = {}
+_defaults: weakref.WeakValueDictionary[Path, Store] = weakref.WeakValueDictionary()
+"""The shared Store per default path while some agent uses it: a path no longer used (a test's
+own home, a changed NBAGENT_HOME) lets its Store go, and with it its connection and files."""
 _defaults_lock = threading.Lock()
 
 

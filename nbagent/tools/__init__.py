@@ -6,6 +6,8 @@
 - :mod:`.execution`: running one round's calls under timeouts and the output budget
 - :mod:`.middleware`: ``tool_middleware`` wrappers, :func:`cache`, :func:`rate_limit`
 - :mod:`.progress` / :mod:`.retry`: progress lines from tools; retries with backoff
+- :mod:`.sources`: :class:`ToolSource` (MCP servers, the kernel toolset, your own) and
+  the one precedence and collision rule for a run's tools
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from .execution import (
 )
 from .middleware import Middleware, cache, rate_limit, wrap_call
 from .progress import progress
-from .tool import REGISTRY, Tool, ToolRegistry, as_tools, tool
+from .sources import ToolItem, ToolSource, as_tools, gather_tools
+from .tool import REGISTRY, Tool, ToolRegistry, tool
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
@@ -32,10 +35,13 @@ __all__ = [
     "Decision",
     "Middleware",
     "Tool",
+    "ToolItem",
     "ToolRegistry",
+    "ToolSource",
     "as_tools",
     "cache",
     "execute_round",
+    "gather_tools",
     "policy_approver",
     "progress",
     "rate_limit",

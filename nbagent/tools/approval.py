@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .._internal.workers import in_thread
+from .._internal.threads import in_thread
 from ..messages import ToolCall
 
 if TYPE_CHECKING:

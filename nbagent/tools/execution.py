@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._internal.deadline import expired, remaining
+from .._internal.threads import TIMED_OUT, AsyncCall, bounded, in_thread, settle
 from .._internal.values import cut_middle, preview_value, to_model_text
-from .._internal.workers import TIMED_OUT, AsyncCall, bounded, in_thread, settle
 from ..messages import ToolCall, ToolResult
 from .approval import Approver, ApproverFailed, ask
 from .images import may_carry_images, with_images

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..messages import ToolCall, ToolSpec
+from .clash import settle
 
 
 class Tool:
@@ -17,6 +18,10 @@ class Tool:
     callable objects all work. ``@tool`` on a method inside a class works too:
     ``obj.method`` is then a Tool bound to ``obj``.
     """
+
+    origin: str | None = None
+    """The tool source that made it ("MCP server 'files'", "the kernel tools"); None for
+    your own functions (see :mod:`nbagent.tools.sources` for what that decides)."""
 
     def __init__(
         self,
@@ -120,7 +125,15 @@ class ToolRegistry(Mapping[str, Tool]):
             self.add(t)
 
     def add(self, t: Tool) -> None:
-        """Add ``t`` (a tool of the same name is replaced: the newest definition wins)."""
+        """Add ``t`` (a tool of the same name is replaced: the newest definition wins).
+
+        Raises:
+            ConfigError: ``t`` would replace a tool of another origin (an MCP server's)
+                against the rule of :mod:`nbagent.tools.sources`.
+        """
+        held = self._tools.get(t.name)
+        if held is not None and held.origin is not None and held.origin != t.origin:
+            settle(t.name, (held.origin, held), (t.origin, t))
         # Re-running a notebook cell redefines the function: the newest wins.
         self._tools[t.name] = t
 
@@ -205,21 +218,3 @@ def _looks_like_method(f: Callable[..., Any]) -> bool:
         return False
     params = list(inspect.signature(f).parameters)
     return bool(params) and params[0] in ("self", "cls") and "." in f.__qualname__
-
-
-def as_tools(tools: Iterable[Tool | Callable[..., Any]] | None) -> dict[str, Tool]:
-    """Tools by name from a list (plain functions are wrapped), or the registry if None.
-
-    An item with an ``nbagent_tools()`` method (an MCP server) contributes its tools.
-    """
-    if tools is None:
-        return dict(REGISTRY)
-    out: dict[str, Tool] = {}
-    for item in tools:
-        expand = None if isinstance(item, Tool) else getattr(item, "nbagent_tools", None)
-        if expand is not None:  # a source of several tools (nbagent.mcp.MCPServer)
-            out.update((t.name, t) for t in expand())
-            continue
-        t = item if isinstance(item, Tool) else Tool(item)
-        out[t.name] = t
-    return out

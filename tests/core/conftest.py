@@ -19,6 +19,7 @@ def clean_registry():
 
 
 history_home = history.history_home  # the suite's one private-history fixture
+history_db = history.history_db
 
 
 @pytest.fixture(autouse=True)

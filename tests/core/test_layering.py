@@ -21,10 +21,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "nbagent"
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("nbagent._internal", "nbagent.errors")),  # internal leaves: text, values, threads, logs
     (1, ("nbagent.messages",)),
-    (2, ("nbagent.results", "nbagent.events", "nbagent.cost")),
+    (2, ("nbagent.results", "nbagent.events", "nbagent.run.stops")),
     (3, ("nbagent.tools",)),
     (3, ("nbagent.kernel",)),
-    (4, ("nbagent.providers", "nbagent.testing", "nbagent.mcp", "nbagent.run.output")),
+    (4, ("nbagent.providers", "nbagent.testing", "nbagent.mcp", "nbagent.run.output",
+         "nbagent.cost")),  # cost asks the provider's declared pricing id
     (5, ("nbagent.run",)),  # the run engine: loop, steps, budgets, status lines
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render", "nbagent.tracing")),
     (7, ("nbagent.agent",)),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbagent import Agent, Steps
+import pytest
+
+from nbagent import Agent
 from nbagent.testing import ScriptedModel, call, reply
 
 from .helpers import assert_history_valid
@@ -25,7 +27,7 @@ def forecaster(request: Any) -> Any:
 
 async def test_driving_rounds_by_hand_gives_what_run_gives() -> None:
     agent = Agent(ScriptedModel(forecaster), tools=[get_weather], store=None)
-    steps = Steps(agent, "Weather in Oslo and Rome?")
+    steps = agent.steps("Weather in Oslo and Rome?")
     texts: list[str] = []
     while True:
         request = steps.next_request()
@@ -56,7 +58,7 @@ async def test_driving_rounds_by_hand_gives_what_run_gives() -> None:
 async def test_skipping_a_call_and_asking_for_the_final_answer() -> None:
     model = ScriptedModel(forecaster)
     agent = Agent(model, tools=[get_weather], store=None)
-    steps = Steps(agent, "Weather?")
+    steps = agent.steps("Weather?")
     first = await steps.send(steps.next_request())  # type: ignore[arg-type]
     results = await steps.execute(first)
     steps.append_round(first, results[:1])  # keep only Oslo's: Rome's becomes "not run"
@@ -73,5 +75,59 @@ async def test_skipping_a_call_and_asking_for_the_final_answer() -> None:
 async def test_the_budget_holds_for_hand_driven_rounds_too() -> None:
     agent = Agent(ScriptedModel(forecaster), tools=[get_weather], store=None,
                   max_total_tokens=10)  # fmt: skip
-    steps = Steps(agent, "Weather? " * 50)
+    steps = agent.steps("Weather? " * 50)
     assert steps.next_request() is None  # it would pass the budget: nothing to send
+
+
+def test_a_steps_run_writes_its_history_and_holds_the_agents_turn(history_db) -> None:
+    from nbagent import ConfigError
+    from nbagent.store import Store
+    from tests.support.history import query
+
+    agent = Agent(ScriptedModel(forecaster), tools=[get_weather])
+    steps = agent.steps("Weather in Oslo and Rome?")
+    with pytest.raises(ConfigError, match="already running"):
+        agent.run_sync("Meanwhile?")  # one turn at a time, as for agent.run
+    first = steps.send_sync(steps.next_request())  # type: ignore[arg-type]
+    steps.append_round(first, steps.execute_sync(first))
+    # The finished round is saved before the run ends (a crash would keep it).
+    assert query(history_db, "SELECT COUNT(*) FROM rounds") == [(1,)]
+    final = steps.send_sync(steps.next_request())  # type: ignore[arg-type]
+    result = steps.finish(final)
+
+    assert result.output == "Oslo and Rome are sunny."
+    loaded = Store(history_db).load(agent.conversation.id)  # reopened, as after a restart
+    assert loaded.to_dict() == agent.conversation.to_dict()
+    assert query(history_db, "SELECT stop_reason FROM messages WHERE role = 'assistant'") == [
+        ("complete",)
+    ]
+    assert agent.run_sync("Thanks!").stop_reason == "complete"  # finish released the turn
+
+
+async def test_a_steps_run_validates_its_typed_output_and_sends_the_prompts_images() -> None:
+    from pydantic import BaseModel
+
+    from nbagent.messages import Image
+
+    class Forecast(BaseModel):
+        city: str
+        sky: str
+
+    model = ScriptedModel(lambda request: reply('{"city": "Oslo", "sky": "sunny"}'))
+    agent = Agent(model, tools=[], store=None)
+    picture = Image(b"\x89PNG fake bytes", "image/png", 4, 3)  # passed through as given
+    steps = agent.steps("Forecast?", output_type=Forecast, attachments=[picture])
+    result = steps.finish(await steps.send(steps.next_request()))  # type: ignore[arg-type]
+
+    assert result.output == Forecast(city="Oslo", sky="sunny")
+    assert result.text == '{"city": "Oslo", "sky": "sunny"}'
+    assert model.requests[0].messages[0].images == [picture]
+    assert agent.settings.output_type is None  # for that run only
+
+
+async def test_an_answer_that_never_matches_the_output_type_stops_a_steps_run() -> None:
+    agent = Agent(ScriptedModel(lambda request: reply("not json")), tools=[], store=None)
+    steps = agent.steps("Number?", output_type=int)
+    result = steps.finish(await steps.send(steps.next_request()))  # type: ignore[arg-type]
+    assert result.stop_reason == "output_invalid" and result.output is None
+    assert result.text == "not json"

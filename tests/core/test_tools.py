@@ -22,7 +22,7 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def run_calls(calls_per_round, tools, *, run_options=None, **agent_options):
+def run_calls(calls_per_round, tools, **agent_options):
     """Run an agent whose model sends the given calls round by round, then answers.
 
     Returns the result and, per round, the tool results the model then received.
@@ -37,7 +37,7 @@ def run_calls(calls_per_round, tools, *, run_options=None, **agent_options):
 
     model = ScriptedModel(script)
     agent = Agent(model, tools=tools, **agent_options)
-    result = agent.run_sync("go", **(run_options or {}))
+    result = agent.run_sync("go")
     seen = [r.messages[-1].rounds[-1].results for r in model.requests[1:]]
     assert_history_valid(agent.conversation)
     return result, seen, model
@@ -282,7 +282,7 @@ def test_round_budget_is_shared_later_calls_get_what_is_left():
     assert all("characters cut" in r.content for r in seen[0])
 
 
-def test_per_tool_and_per_agent_output_limits():
+def test_per_tool_and_per_run_output_limits():
     @tool(max_output_chars=500)
     def tiny() -> str:
         """Capped."""
@@ -293,11 +293,20 @@ def test_per_tool_and_per_agent_output_limits():
         """Uses the agent's limit."""
         return "z" * 2000
 
-    _, seen, _ = run_calls(
-        [[call("tiny"), call("normal")]], [tiny, normal], run_options={"per_call_chars": 1000}
+    from nbagent.run.settings import RunInputs, RunSettings
+    from nbagent.run.steps import execute_calls
+
+    # The per-call budget is nbagent's own input to a run (not a user keyword).
+    results = asyncio.run(
+        execute_calls(
+            [call("tiny"), call("normal")],
+            {"tiny": tiny, "normal": normal},
+            RunSettings(),
+            inputs=RunInputs(per_call_chars=1000),
+        )
     )
-    assert len(seen[0][0].content) <= 500
-    assert 900 < len(seen[0][1].content) <= 1000
+    assert len(results[0].content) <= 500
+    assert 900 < len(results[1].content) <= 1000
 
 
 def test_other_values_become_json():

@@ -108,16 +108,35 @@ def test_a_cap_on_an_unpriced_model_is_refused_before_any_request(server):
     assert server.count == 0
 
 
-def test_other_providers_are_priced_by_their_own_names():
+def test_other_providers_are_priced_by_the_ids_they_declare():
     from nbagent.cost import price
     from nbagent.messages import Usage
+    from nbagent.providers import get_provider
+    from nbagent.testing import ScriptedModel
 
     usage = Usage(1000, 100)
-    assert price("anthropic", "claude-sonnet-4-5", usage) == pytest.approx(
+    env: dict[str, str] = {}
+    anthropic = get_provider("anthropic:claude-sonnet-4-5", api_key="test-key", env=env)
+    assert price(anthropic, usage) == pytest.approx(
         expected("claude-sonnet-4-5", "anthropic", input_tokens=1000, output_tokens=100)
     )
-    assert price("gemini", "gemini-2.5-flash", usage) == pytest.approx(
+    gemini = get_provider("gemini:gemini-2.5-flash", api_key="test-key", env=env)
+    assert price(gemini, usage) == pytest.approx(
         expected("gemini-2.5-flash", "google", input_tokens=1000, output_tokens=100)
     )
-    assert price("ollama", "llama3.2", usage) is None  # a local model has no list price
-    assert price("scripted", "", usage) is None
+    ollama = get_provider("ollama:llama3.2", env=env)
+    assert price(ollama, usage) is None  # a local model has no list price
+    assert price(ScriptedModel(), usage) is None
+
+
+def test_a_steps_run_honours_the_cap_too(server):
+    first = expected("gpt-4o-mini", "openai", input_tokens=20, output_tokens=7)
+    agent = http_agent("openai:gpt-4o-mini", server, tools=[lookup], store=None)
+    steps = agent.steps("Weather in Paris?", max_cost=first * 1.05)
+    reply = steps.send_sync(steps.next_request())
+    steps.append_round(reply, steps.execute_sync(reply))
+    assert steps.next_request() is None  # the second request would pass the cap: not sent
+    assert steps.stop_reason == "cost_budget" and server.count == 1
+    result = steps.finish()
+    assert result.stop_reason == "cost_budget"
+    assert "lookup: sunny in Paris" in result.output

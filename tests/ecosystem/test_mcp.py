@@ -73,7 +73,7 @@ def run_calls(server, *calls, **options):
 
 
 def test_tools_become_ordinary_tools_with_their_schemas(server):
-    tools = {t.name: t for t in server.nbagent_tools()}
+    tools = {t.name: t for t in server.get_tools()}
     assert {"add", "describe", "red_pixel", "fail", "slow", "crash", "pid"} <= set(tools)
     describe = tools["describe"]
     assert describe.server == server.name and describe.description
@@ -237,7 +237,7 @@ def test_a_text_only_request_gets_the_text_parts_and_a_placeholder(server):
 
     wire = WireServer(responder=ScriptedReplies(script))
     try:
-        agent = http_agent("openai:gpt-4o", wire, tools=[server], store=None, images=False)
+        agent = http_agent("openai:gpt-4o", wire, tools=[server], store=None, send_images=False)
         agent.run_sync("What does the chart show?")
         messages = wire.bodies()[1]["messages"]
         assert messages[-1] == {
@@ -304,14 +304,14 @@ def test_malformed_json_rpc_is_a_clear_error_not_a_hang():
     server = demo("--garbage", start_timeout=3)
     began = time.monotonic()
     with pytest.raises(MCPError, match="did not answer initialize.*not JSON-RPC"):
-        server.nbagent_tools()
+        server.get_tools()
     assert time.monotonic() - began < 30
 
 
 def test_two_hundred_tools_on_one_server():
     server = demo("--many", "200", prefix="big", allow=None)
     try:
-        tools = server.nbagent_tools()
+        tools = server.get_tools()
         names = [t.name for t in tools]
         assert len(names) == 210 and len(set(names)) == 210
         assert "big_tool_199" in names and all(n.startswith("big_") for n in names)
@@ -324,7 +324,7 @@ def test_two_hundred_tools_on_one_server():
 def test_prefix_allow_list_and_approval_options():
     server = demo(prefix="m", allow=["add", "fail"], requires_approval=["fail"], timeout=7)
     try:
-        tools = {t.name: t for t in server.nbagent_tools()}
+        tools = {t.name: t for t in server.get_tools()}
         assert set(tools) == {"m_add", "m_fail"}
         assert tools["m_fail"].requires_approval and not tools["m_add"].requires_approval
         assert tools["m_add"].timeout == 7
@@ -336,7 +336,7 @@ def test_prefix_allow_list_and_approval_options():
     finally:
         server.close()
     with pytest.raises(ConfigError, match="no tool named nope"):
-        demo(allow=["nope"]).nbagent_tools()
+        demo(allow=["nope"]).get_tools()
 
 
 BAD_SCHEMA_SERVER = """
@@ -432,7 +432,7 @@ def test_no_orphan_after_the_interpreter_exits_or_is_killed(how, tmp_path):
         f"""
         import sys, time
         from nbagent.mcp import MCPServer
-        from nbagent._internal.sync import run_in_background
+        from nbagent._internal.threads import run_in_background
         server = MCPServer.stdio(sys.executable, [{DEMO!r}])
         print(run_in_background(lambda: server.call("pid", {{}})), flush=True)
         if {how!r} == "kill":

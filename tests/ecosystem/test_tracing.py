@@ -13,7 +13,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from nbagent.testing import call, reply
+from nbagent import Agent
+from nbagent.providers import Capabilities
+from nbagent.testing import ScriptedModel, call, reply
 from tests.support.agents import http_agent, scripted_agent
 from tests.support.scripted import Answer, ScriptedReplies
 from tests.support.servers import WireServer
@@ -94,6 +96,17 @@ def test_a_run_emits_run_request_and_tool_spans_with_genai_attributes(exporter):
     # No content without the opt-in.
     for span in exporter.get_finished_spans():
         assert "Paris" not in json.dumps(dict(span.attributes))
+
+
+def test_spans_name_the_provider_as_it_declares(exporter):
+    declared = Capabilities(tracing_name="capable.ai")
+    model = ScriptedModel(["Hi."], model="m1", capabilities=declared)
+    Agent(model, tools=[], store=None).run_sync("Hello")
+    ops = spans_by_operation(exporter)
+    (run,) = ops["invoke_agent"]
+    assert run.attributes["gen_ai.provider.name"] == "capable.ai"
+    assert run.attributes["gen_ai.system"] == "scripted"  # nbagent's own name for it
+    assert {s.attributes["gen_ai.provider.name"] for s in ops["chat"]} == {"capable.ai"}
 
 
 def test_content_is_recorded_only_with_the_opt_in(exporter):

@@ -159,7 +159,7 @@ started = time.monotonic()
 first = agent.run_sync("go")
 took = time.monotonic() - started
 error = first.rounds[0].results[0].error
-agent.settings.timeout = 20
+agent.settings = agent.settings.replace(timeout=20)
 second = agent.run_sync("again")
 assert_history_valid(agent.conversation)
 done(stop=first.stop_reason, took=took, error=error, second=second.output)
@@ -186,8 +186,8 @@ agent = Agent(ScriptedModel(first_call(("delete", {}))), tools=[delete], timeout
 started = time.monotonic()
 first = agent.run_sync("go")
 took = time.monotonic() - started
-agent.settings.approver = lambda call, t: (False, "test")
-agent.settings.timeout = 20
+agent.settings = agent.settings.replace(approver=lambda call, t: (False, "test"))
+agent.settings = agent.settings.replace(timeout=20)
 second = agent.run_sync("again")
 assert_history_valid(agent.conversation)
 done(stop=first.stop_reason, took=took, second=second.output)
@@ -303,7 +303,7 @@ try:
     error = None
 except Exception as exc:
     error = f"{type(exc).__name__}: {exc}"
-agent.settings.approver = lambda call, t: (True, "test")
+agent.settings = agent.settings.replace(approver=lambda call, t: (True, "test"))
 second = agent.run_sync("again")
 done(error=error, second=second.output)
 """

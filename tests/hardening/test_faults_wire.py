@@ -151,7 +151,7 @@ def test_a_stalled_server_ends_at_the_run_deadline(wire, server, where):
     assert error is None and agent.last_result is not None
     assert agent.last_result.stop_reason == "timeout" and text.endswith("[run timed out]")
     assert took < 12
-    agent.settings.timeout = 20
+    agent.settings = agent.settings.replace(timeout=20)
     then_next_run_works(agent, server, wire)
 
 
@@ -167,7 +167,7 @@ def test_a_byte_a_second_body_ends_at_the_run_deadline(wire, server):
     assert error is None and agent.last_result is not None
     assert agent.last_result.stop_reason == "timeout" and text.endswith("[run timed out]")
     assert took < 12  # the run's 2 s deadline, not the body's minutes
-    agent.settings.timeout = 20
+    agent.settings = agent.settings.replace(timeout=20)
     then_next_run_works(agent, server, wire)
 
 
@@ -233,7 +233,7 @@ def test_a_retry_wait_longer_than_the_run_has_left_fails_at_once(wire, server, h
     assert isinstance(error, ProviderError) and error.status == 429  # not "timeout"
     assert "slow down please" in text and "the run has" in text
     assert took < 4 and server.count == 1
-    agent.settings.timeout = 20
+    agent.settings = agent.settings.replace(timeout=20)
     then_next_run_works(agent, server, wire)
 
 
@@ -307,5 +307,5 @@ def test_a_gemini_retry_delay_over_the_cap_or_the_time_left_fails_at_once(server
     assert isinstance(error, ProviderError) and error.status == 429
     assert "slow down please" in text and f"asks to wait {delay[:-1]} s" in text
     assert took < 4 and server.count == 1
-    agent.settings.timeout = 20
+    agent.settings = agent.settings.replace(timeout=20)
     then_next_run_works(agent, server, wire)

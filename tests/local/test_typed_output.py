@@ -58,7 +58,7 @@ async def test_the_grammar_holds_where_the_model_would_not_comply(local):
     untyped = await answer(local, request)
     with pytest.raises(ValueError):
         Label.model_validate_json(untyped)  # what the model writes on its own
-    typed = await answer(local, OutputSpec(Label).prepare(request, "local", forced=False))
+    typed = await answer(local, OutputSpec(Label).prepare(request, local, forced=False))
     assert isinstance(Label.model_validate_json(typed), Label)  # the first answer is valid
     result = Agent("local", tools=[], store=None).run_sync("Say hello.", output_type=Label)
     assert result.stop_reason == "complete" and isinstance(result.output, Label)
@@ -92,7 +92,7 @@ async def test_a_tool_call_keeps_its_own_grammar_and_the_answer_follows_the_sche
         messages=[Message("user", "Check the current weather in Oslo.")],
         tools=[t.spec for t in tools],
     )
-    typed = spec.prepare(request, "local", forced=False)
+    typed = spec.prepare(request, local, forced=False)
     assert typed.extra["json_schema"] == spec.schema
     events = [event async for event in local.stream(typed)]
     calls = [e.call for e in events if hasattr(e, "call")]
@@ -101,7 +101,7 @@ async def test_a_tool_call_keeps_its_own_grammar_and_the_answer_follows_the_sche
     # Without tools the answer is JSON of the schema's shape.
     plain = spec.prepare(
         ModelRequest(system=None, messages=[Message("user", "Oslo has 700000 people.")]),
-        "local",
+        local,
         forced=False,
     )
     assert set(json.loads(await answer(local, plain))) == {"name", "population"}

@@ -3,7 +3,7 @@
 A tool returns a PIL image; the next request carries it where each API allows:
 Anthropic image blocks inside the tool_result, Gemini inlineData parts beside the
 function response, Ollama ``images`` on the tool message, OpenAI a user message
-after the tool messages with a data URL naming the call. ``Agent(images=False)``
+after the tool messages with a data URL naming the call. ``Agent(send_images=False)``
 and a text-only model get the placeholder instead.
 """
 
@@ -145,7 +145,7 @@ async def test_image_reaches_the_model_in_each_wire_format(
 @pytest.mark.parametrize("kind", ["openai", "anthropic", "gemini", "ollama"])
 async def test_images_false_sends_the_placeholder(wire_server: WireServer, kind: str) -> None:
     _script(kind, wire_server)
-    agent = _agent(kind, wire_server, images=False)
+    agent = _agent(kind, wire_server, send_images=False)
     await agent.run("What colour is the chart?")
     second = json.dumps(wire_server.bodies()[1], ensure_ascii=False)
     assert B64 not in second

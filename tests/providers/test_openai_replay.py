@@ -105,7 +105,7 @@ async def test_replay_stream_and_non_stream_same_events(wire_server: WireServer)
     )
     results = recorded_results(cassette)
     agent = agent_for(cassette, wire_server, results)
-    agent.settings.stream = False
+    agent.settings = agent.settings.replace(stream=False)
     plain = await agent.run("What is 1231 * 2331?")
     assert plain.output == streamed.output
     assert [c.to_dict() for c in plain.rounds[0].calls] == [

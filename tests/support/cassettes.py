@@ -449,7 +449,9 @@ class RecordedTools:
         )
         namespace: dict[str, Any] = {"_lookup": self.lookup}
         exec(source, namespace)  # noqa: S102 - test helper building a typed function
-        return Tool(namespace[name], name=name, description=description or "")
+        # Sequential: identical calls (same name and arguments) take their recorded results
+        # in call order; run concurrently, which one starts first is up to the threads.
+        return Tool(namespace[name], name=name, description=description or "", sequential=True)
 
 
 def split_think(text: str) -> tuple[str, str]:

@@ -10,9 +10,14 @@ An adapter subclasses :class:`HttpProvider` and declares only what differs::
         key_header, key_prefix = "x-madeup-key", ""   # how the key is sent
         secret_headers = ("x-madeup-key",)       # redacted from recordings
         path = "/v2/turn"
+        output_mode = "native"                   # typed output: see native_output
 
         def build_body(self, request: ModelRequest) -> dict[str, Any]: ...
         def decoder(self, request: ModelRequest) -> Decoder: ...   # see decoding.py
+
+What its models can do comes from :meth:`HttpProvider.capabilities`: the class
+attributes ``output_mode``, ``native_output_with_tools``, ``pricing_id`` and
+``tracing_name``, and the model family's context window and image support.
 
 The template owns the constructor (environment fallback, key check, headers,
 :class:`~.session.HttpSession`), :meth:`HttpProvider.stream` (build the body,
@@ -30,7 +35,8 @@ from typing import Any, ClassVar
 import httpx
 
 from ...errors import ConfigError, ProviderError
-from ..base import ModelRequest, ProviderEvent
+from ..base import Capabilities, ModelRequest, OutputMode, ProviderEvent
+from ..families import family_capabilities
 from ..raw_log import tee
 from .decoding import Decoder
 from .session import HttpSession
@@ -89,6 +95,20 @@ class HttpProvider:
     path: ClassVar[str] = ""
     """The request path joined to the base URL (see :meth:`request_path`)."""
 
+    # -- what its models can do (see base.Capabilities) ---------------------------------
+
+    output_mode: ClassVar[OutputMode] = "prompt"
+    """How typed answers are asked for: "native" (implement :meth:`native_output`),
+    "tool" (a final_answer tool, forced with :meth:`choose_tool`) or "prompt"."""
+    native_output_with_tools: ClassVar[bool] = True
+    """False: requests that offer tools ask for typed output in the prompt instead."""
+    pricing_id: ClassVar[str | None] = None
+    """The provider id genai-prices prices this API under (None: never priced)."""
+    tracing_name: ClassVar[str] = ""
+    """OpenTelemetry's ``gen_ai.provider.name`` when it differs from :attr:`name`."""
+
+    _capabilities: Capabilities | None = None  # computed on first use (the model is fixed)
+
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON request body for ``request`` (``extra_body`` merged in)."""
         raise NotImplementedError
@@ -118,6 +138,28 @@ class HttpProvider:
     def explain(self, error: ProviderError) -> ProviderError:
         """A chance to add advice to an error before it is raised."""
         return error
+
+    def capabilities(self) -> Capabilities:
+        """What this model can do: the class's declarations and the model family's facts."""
+        if self._capabilities is None:
+            self._capabilities = family_capabilities(
+                self.model,
+                output_mode=self.output_mode,
+                native_output_with_tools=self.native_output_with_tools,
+                pricing_id=self.pricing_id,
+                tracing_name=self.tracing_name or self.name,
+            )
+        return self._capabilities
+
+    def native_output(
+        self, extra: dict[str, Any], schema: dict[str, Any], name: str
+    ) -> dict[str, Any]:
+        """``extra`` with this API's structured-output fields (for ``output_mode="native"``)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no native structured output")
+
+    def choose_tool(self, name: str) -> dict[str, Any]:
+        """Extra body fields forcing a call of tool ``name`` (default: none: not forced)."""
+        return {}
 
     # -- written once -------------------------------------------------------------------
 

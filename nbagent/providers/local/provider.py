@@ -13,7 +13,16 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigError, ProviderError
 from ...messages import Usage
-from ..base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
+from ..base import (
+    Capabilities,
+    Finished,
+    ModelRequest,
+    ProviderEvent,
+    TextChunk,
+    ToolCallReady,
+    UsageReport,
+)
+from ..families import family_capabilities
 from .decision import COPY_BIAS
 from .grammar import arguments_grammar, parse_call
 from .honesty import FigureGuard, failure_answer, known_figures
@@ -106,6 +115,24 @@ class LocalProvider:
 
     def __repr__(self) -> str:
         return f"LocalProvider(model={self.model or 'smollm2-135m'!r}, n_ctx={self.n_ctx})"
+
+    def capabilities(self) -> Capabilities:
+        """Typed answers decode under the schema's grammar; no price; the family's facts."""
+        return family_capabilities(self.model, output_mode="native", tracing_name=self.name)
+
+    def native_output(
+        self, extra: dict[str, Any], schema: dict[str, Any], name: str
+    ) -> dict[str, Any]:
+        """``json_schema``: the answer decodes under the schema's grammar (llama.cpp).
+
+        The grammar writes the field names; the schema in words would only crowd a
+        small model's prompt (SmolLM2 then repeats records and makes up figures).
+        """
+        return {**extra, "json_schema": schema}
+
+    def choose_tool(self, name: str) -> dict[str, Any]:
+        """Nothing: the embedded model is never asked for a final_answer tool."""
+        return {}
 
     def status_note(self) -> str | None:
         """The status line before a request: the first load, which takes a few seconds."""

@@ -3,6 +3,7 @@
 python demo_mcp.py                       # stdio
 python demo_mcp.py --http PORT           # streamable HTTP on 127.0.0.1:PORT/mcp
 python demo_mcp.py --many 200            # 200 extra tools named tool_000...
+python demo_mcp.py --run-python          # also a run_python tool (named like a kernel tool)
 """
 
 from __future__ import annotations
@@ -128,6 +129,12 @@ def main(argv: list[str]) -> None:
                 return x + i
 
             app.tool(name=f"tool_{i:03d}", description=f"Adds {i} to x.")(numbered)
+    if "--run-python" in argv:
+
+        def run_python(code: str) -> str:
+            return f"ran on the server, unasked: {code}"
+
+        app.tool(description="Run Python code (on the server, with no approval).")(run_python)
     if "--silent-start" in argv:  # never answers initialize
         sys.stdin.read()
         time.sleep(3600)

@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
-from ..errors import NbAgentError
+from ...errors import NbAgentError
 from .workers import on_async_worker
 
 T = TypeVar("T")
@@ -53,7 +53,7 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
     """Run ``loop`` for good: a BaseException escaping a callback does not end the thread.
 
     asyncio lets KeyboardInterrupt and SystemExit out of ``run_forever``; user code
-    never runs on this loop (see nbagent._internal.workers), but if such an exception gets
+    never runs on this loop (see nbagent._internal.threads.workers), but if such an exception gets
     here anyway the loop is simply run again (its pending callbacks kept).
     """
     asyncio.set_event_loop(loop)
@@ -205,18 +205,86 @@ def iterate_in_background(
         raise KeyboardInterrupt
 
 
-def run_in_background(coro_factory: Callable[[], Any]) -> Any:
-    """Run a coroutine on the background loop and return its result (Ctrl-C cancels it)."""
+def run_in_background(
+    coro_factory: Callable[[], Any], on_interrupt: Callable[[], None] | None = None
+) -> Any:
+    """Run a coroutine on the background loop and return its result: one hand-off each way.
+
+    On Ctrl-C the coroutine is stopped: by ``on_interrupt`` (called on the loop
+    thread; a run's ``cancel``) if given and the coroutine has begun, else by
+    cancelling it (one that has not begun never starts). With ``on_interrupt`` the
+    caller then waits (bounded; a second Ctrl-C stops waiting) for it to wrap up
+    (streams closed, history written). Either way the interrupt is re-raised.
+    """
     loop = _loop_for_sync_call()
     thread = _loop_thread()
-    future = asyncio.run_coroutine_threadsafe(coro_factory(), loop)
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    scheduled = threading.Event()
+    # Touched on the loop thread only, so "has it begun" cannot race with the stop.
+    state: dict[str, Any] = {"task": None, "stopped": False}
+
+    async def begin() -> None:
+        if state["stopped"]:  # interrupted before it began: never start it
+            done.cancel()
+            return
+        try:
+            value = await coro_factory()
+        except asyncio.CancelledError:
+            done.cancel()
+        except BaseException as exc:  # delivered to the caller's thread
+            done.set_exception(exc)
+        else:
+            done.set_result(value)
+
+    def start() -> None:
+        state["task"] = loop.create_task(begin())
+        scheduled.set()
+
+    def stop_on_loop() -> None:
+        state["stopped"] = True
+        task = state["task"]
+        if task is None or task.done():
+            return
+        if on_interrupt is not None:
+            on_interrupt()  # the run exists: it ends with stop_reason "cancelled"
+        else:
+            task.cancel()
+
     try:
-        while True:
-            try:
-                return future.result(timeout=0.1)
-            except concurrent.futures.TimeoutError:
-                _check_alive(thread)
-                continue
+        loop.call_soon_threadsafe(start)
+        return _result(done, thread)
     except KeyboardInterrupt:
-        future.cancel()
+        loop.call_soon_threadsafe(stop_on_loop)
+        if on_interrupt is not None:
+            _wrap_up(done, thread, scheduled)
         raise
+
+
+def _wrap_up(
+    done: concurrent.futures.Future[Any],
+    thread: threading.Thread | None,
+    scheduled: threading.Event,
+) -> None:
+    """Wait (at most :data:`DRAIN_TIMEOUT`) for an interrupted coroutine to finish."""
+    began = time.monotonic()
+    while time.monotonic() - began < DRAIN_TIMEOUT:
+        # A Ctrl-C inside call_soon_threadsafe may mean it was never scheduled; an idle
+        # loop thread starts a scheduled coroutine at once.
+        if not scheduled.is_set() and time.monotonic() - began > 1.0:
+            return
+        try:
+            done.result(timeout=0.1)
+            return
+        except concurrent.futures.TimeoutError:
+            _check_alive(thread)
+        except (Exception, concurrent.futures.CancelledError):
+            return  # how it ended is in its result; the caller sees the interrupt
+
+
+def _result(future: concurrent.futures.Future[Any], thread: threading.Thread | None) -> Any:
+    """``future``'s result, waited for in short slices (so Ctrl-C stays deliverable)."""
+    while True:
+        try:
+            return future.result(timeout=0.1)
+        except concurrent.futures.TimeoutError:
+            _check_alive(thread)

@@ -101,21 +101,47 @@ def submit(job: Callable[[], None]) -> None:
     _WORKERS.submit(job)
 
 
-def _deliverer(loop: asyncio.AbstractEventLoop) -> tuple[asyncio.Future[Any], Callable[..., None]]:
-    """A future on ``loop`` and a thread-safe ``deliver(payload)`` that resolves it once."""
+def _resolver(loop: asyncio.AbstractEventLoop) -> tuple[asyncio.Future[Any], Callable[..., None]]:
+    """A future on ``loop`` and ``resolve(payload)`` setting it once (call it on ``loop``)."""
     future: asyncio.Future[Any] = loop.create_future()
 
     def resolve(payload: Any) -> None:
         if not future.done():  # timed out or cancelled meanwhile: drop the late result
             future.set_result(payload)
 
-    def deliver(payload: Any) -> None:
-        try:
-            loop.call_soon_threadsafe(resolve, payload)
-        except RuntimeError:  # the loop closed while the user's code ran
-            pass
+    return future, resolve
 
-    return future, deliver
+
+def _post(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    """``fn(*args)`` on ``loop`` from another thread (nothing if the loop has closed)."""
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:  # the loop closed while the user's code ran
+        pass
+
+
+def _deliverer(loop: asyncio.AbstractEventLoop) -> tuple[asyncio.Future[Any], Callable[..., None]]:
+    """A future on ``loop`` and a thread-safe ``deliver(payload)`` that resolves it once."""
+    future, resolve = _resolver(loop)
+    return future, lambda payload: _post(loop, resolve, payload)
+
+
+_PLAIN_SCALARS = frozenset({int, float, str, bool, type(None), bytes})
+
+
+def is_plain(value: Any, depth: int = 3) -> bool:
+    """Whether formatting ``value`` runs no user code (so it needs no hop of its own).
+
+    Built-in scalars, and exact lists, tuples and dicts of them (a few levels deep,
+    up to 100 items each).
+    """
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return True
+    if depth == 0 or kind not in (list, tuple, dict) or len(value) > 100:
+        return False
+    items = value.items() if kind is dict else enumerate(value)
+    return all(type(k) in _PLAIN_SCALARS and is_plain(v, depth - 1) for k, v in items)
 
 
 def in_thread(
@@ -131,11 +157,19 @@ def in_thread(
     Returns a future on the running loop resolving to ``(ok, value or exception)``
     and, when ``then`` is given, a second future with ``then(outcome)`` computed
     right after on the same thread (formatting the value without another hop).
+    For a plain value (:func:`is_plain`: formatting it cannot hang) both futures
+    are resolved by one wake-up of the loop; otherwise the outcome goes first, so
+    a format that hangs still lets the caller time it out.
     """
     loop = asyncio.get_running_loop()
-    future, deliver = _deliverer(loop)
-    follow, deliver_next = _deliverer(loop) if then is not None else (None, None)
+    future, resolve = _resolver(loop)
+    follow, resolve_next = _resolver(loop) if then is not None else (None, None)
     context = context if context is not None else contextvars.copy_context()
+
+    def resolve_both(outcome: Outcome, made: Outcome) -> None:
+        resolve(outcome)
+        if resolve_next is not None:
+            resolve_next(made)
 
     def job() -> None:
         try:
@@ -146,12 +180,21 @@ def in_thread(
                     outcome = (True, context.run(fn, *args, **kwargs))
         except BaseException as exc:
             outcome = (False, exc)
-        deliver(outcome)
-        if then is not None and deliver_next is not None:
-            try:
-                deliver_next((True, then(outcome)))
-            except BaseException as exc:
-                deliver_next((False, exc))
+        if then is None:
+            _post(loop, resolve, outcome)
+            return
+        plain = outcome[0] and is_plain(outcome[1])
+        if not plain:
+            _post(loop, resolve, outcome)
+        try:
+            made: Outcome = (True, then(outcome))
+        except BaseException as exc:
+            made = (False, exc)
+        if plain:
+            _post(loop, resolve_both, outcome, made)
+        else:
+            assert resolve_next is not None
+            _post(loop, resolve_next, made)
 
     _WORKERS.submit(job)
     return future, follow

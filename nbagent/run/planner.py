@@ -1,0 +1,103 @@
+"""The next request of a run, fitted to the context window and the token budget."""
+
+from __future__ import annotations
+
+import logging
+
+from ..messages import Conversation, ToolSpec, Usage
+from ..providers.base import ModelRequest, Provider
+from .budget import TokenMeter, context_window, fit_request
+from .settings import RunSettings
+from .stops import STOPS, StopReason
+
+__all__ = ["FINAL_OUTPUT_TOKENS", "RequestPlanner"]
+
+logger = logging.getLogger("nbagent")
+
+FINAL_OUTPUT_TOKENS = 64
+"""The fewest output tokens worth a forced final request at the token budget."""
+
+
+class RequestPlanner:
+    """Builds each request of a run, fitted to the context window and the token budget.
+
+    ``overflow`` is set when a request could not fit the context window even
+    compacted (the run must stop: nothing is sent).
+    """
+
+    def __init__(self, settings: RunSettings, provider: Provider) -> None:
+        self.settings = settings
+        self.meter = TokenMeter()
+        self.window = settings.context_window or context_window(provider)
+        self.last_estimate = 0
+        self.overflow = False
+
+    def build(
+        self,
+        conversation: Conversation,
+        tools: list[ToolSpec],
+        *,
+        spent: int = 0,
+        forced: StopReason | None = None,
+    ) -> ModelRequest | None:
+        """The next request (None: it would pass the budget, or cannot fit the window).
+
+        Args:
+            conversation: the history, ending with the in-progress assistant message.
+            tools: the tool specs to offer.
+            spent: tokens the run used so far (for ``max_total_tokens``).
+            forced: why this is the forced final request (tools forbidden), or None.
+        """
+        settings = self.settings
+        request = ModelRequest(
+            system=conversation.system,
+            messages=conversation.messages,
+            tools=tools,
+            tool_choice="none" if forced else "auto",
+            final_instruction=STOPS[forced].instruction if forced else None,
+            stream=settings.stream,
+            max_output_tokens=settings.max_output_tokens,
+            temperature=settings.temperature,
+            text_tool_calls=settings.text_tool_calls,
+        )
+        budget = settings.max_total_tokens
+        limit = None
+        if self.window is not None:
+            # Room for the answer: what max_output_tokens asks, or an eighth of the window.
+            limit = self.window - (settings.max_output_tokens or self.window // 8)
+        if budget is not None and forced:
+            # The forced final request may use all that is left but a short answer's room.
+            left = budget - spent - FINAL_OUTPUT_TOKENS
+            limit = left if limit is None else min(limit, left)
+        if limit is None and budget is None:
+            return request  # nothing to fit (and no window to report fullness against)
+        fitted = fit_request(request, limit if limit is not None else 1 << 62, self.meter)
+        if fitted is None:
+            self.overflow = budget is None
+            logger.info("no request fits in %d tokens", limit)
+            return None
+        request, estimate = fitted
+        if budget is not None:
+            left = budget - spent
+            if not forced and 2 * (estimate + FINAL_OUTPUT_TOKENS) > left:
+                return None  # another round would leave no room for the final answer
+            # Never exceed the budget: the output may use only what the input leaves.
+            room = left - estimate
+            cap = settings.max_output_tokens
+            request.max_output_tokens = room if cap is None else min(cap, room)
+        self.last_estimate = estimate
+        if request.messages is not conversation.messages:
+            logger.info("request compacted to fit: about %d input tokens", estimate)
+        return request
+
+    def learn(self, request: ModelRequest, usage: Usage) -> None:
+        """Scale later estimates by the provider's count of this request."""
+        if self.window is not None or self.settings.max_total_tokens is not None:
+            self.meter.calibrate(request, usage.input_tokens)
+
+    def context_note(self) -> str | None:
+        """``context 2,100/128,000 tokens (2%)`` for the footer (None if the window is unknown)."""
+        if self.window is None or not self.last_estimate:
+            return None
+        share = 100 * self.last_estimate / self.window
+        return f"context {self.last_estimate:,}/{self.window:,} tokens ({share:.0f}%)"
