@@ -27,7 +27,9 @@ function render({ model, el }) {
   const header = element("div", "nbagent-chat-header");
   const status = element("div", "nbagent-chat-status", { role: "status" });
   const newChat = button("New chat", "nbagent-chat-new", "Start over");
-  header.append(status, newChat);
+  // Recent conversations from the history store, read when the list is opened.
+  const recent = element("select", "nbagent-chat-recent", { "aria-label": "Recent chats" });
+  header.append(status, recent, newChat);
 
   // The transcript is a log: screen readers hear new turns; the streamed turn has
   // its own polite live region, marked busy while it streams.
@@ -134,6 +136,20 @@ function render({ model, el }) {
     }
   }
 
+  function drawRecent() {
+    const shown = model.get("conversation_id");
+    const first = element("option", "", { value: "" });
+    first.textContent = "Recent chats…";
+    const options = [first];
+    for (const row of model.get("recent") || []) {
+      const option = element("option", "", { value: row.id });
+      option.textContent = `${row.title} (${row.updated.slice(0, 16)})`;
+      option.selected = row.id === shown;
+      options.push(option);
+    }
+    recent.replaceChildren(...options);
+  }
+
   function drawPlaceholder() {
     const enter = model.get("send_on") === "enter";
     root.classList.toggle("nbagent-send-enter", enter);
@@ -209,6 +225,12 @@ function render({ model, el }) {
   send.addEventListener("click", submit);
   stop.addEventListener("click", () => model.send({ kind: "stop" }));
   newChat.addEventListener("click", () => model.send({ kind: "new_chat" }));
+  recent.addEventListener("focus", () => model.send({ kind: "refresh_recent" }));
+  recent.addEventListener("change", () => {
+    if (recent.value && recent.value !== model.get("conversation_id")) {
+      model.send({ kind: "open", id: recent.value });
+    }
+  });
 
   model.on("change:turns", drawTurns);
   model.on("change:live", drawLive);
@@ -218,8 +240,11 @@ function render({ model, el }) {
   model.on("change:send_on", drawPlaceholder);
   model.on("change:height", drawPlaceholder);
   model.on("msg:custom", onMessage);
+  model.on("change:recent", drawRecent);
+  model.on("change:conversation_id", drawRecent);
 
   drawPlaceholder();
+  drawRecent();
   drawTurns();
   drawLive();
   drawStatus();
@@ -234,6 +259,8 @@ function render({ model, el }) {
     model.off("change:send_on", drawPlaceholder);
     model.off("change:height", drawPlaceholder);
     model.off("msg:custom", onMessage);
+    model.off("change:recent", drawRecent);
+    model.off("change:conversation_id", drawRecent);
   };
 }
 

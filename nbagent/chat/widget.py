@@ -28,6 +28,7 @@ import anywidget
 import traitlets
 
 from ..agent import Agent
+from ..errors import ConfigError
 from ..kernel import current_view
 from ..kernel.display import code_html, code_of
 from ..kernel.errors import last_error_text
@@ -36,6 +37,8 @@ from ..live import stop_text
 from ..messages import ToolCall
 from ..render import APPROVAL_LIMIT, call_signature
 from ..results import RunResult
+from ..store import Store, resolve_store
+from .history import turns_of
 from .turn import Turn
 
 __all__ = ["ChatWidget"]
@@ -56,6 +59,8 @@ class ChatWidget(anywidget.AnyWidget):
     Args:
         agent: the agent to chat with; when None one is built from ``agent_options``
             (the arguments of :class:`~nbagent.Agent`: ``model``, ``tools``, ``system``...).
+        conversation: the id (or a unique prefix) of a stored conversation to open,
+            e.g. after a kernel restart; the agent continues it.
         send_on: ``"enter"`` (Enter sends, Shift+Enter starts a new line) or
             ``"shift-enter"`` (the reverse). Ctrl/Cmd+Enter always sends.
         height: CSS max-height of the transcript, which scrolls.
@@ -77,6 +82,10 @@ class ChatWidget(anywidget.AnyWidget):
     """True while a reply is being generated."""
     approvals = traitlets.List(traitlets.Dict()).tag(sync=True)
     """Calls waiting for an answer: ``{"id", "question", "code_html"}`` each."""
+    recent = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """Recent stored conversations to reopen: ``{"id", "title", "updated"}`` each."""
+    conversation_id = traitlets.Unicode("").tag(sync=True)
+    """The id of the conversation shown (the history store's)."""
     send_on = traitlets.Unicode("enter").tag(sync=True)
     height = traitlets.Unicode("520px").tag(sync=True)
 
@@ -84,6 +93,7 @@ class ChatWidget(anywidget.AnyWidget):
         self,
         agent: Agent | None = None,
         *,
+        conversation: str | None = None,
         send_on: str = "enter",
         height: str = "520px",
         **agent_options: Any,
@@ -96,7 +106,15 @@ class ChatWidget(anywidget.AnyWidget):
                 f"({', '.join(sorted(agent_options))}), not both"
             )
         super().__init__(send_on=send_on, height=height)
-        self.agent = agent if agent is not None else Agent(**agent_options)
+        if agent is None:
+            agent = (
+                Agent(**agent_options)
+                if conversation is None
+                else Agent.resume(conversation, **agent_options)
+            )
+        elif conversation is not None:
+            agent.conversation = _store_of(agent).load(conversation)
+        self.agent = agent
         self.history: list[Turn] = []
         """Every turn of this chat, the one being generated last."""
         self.task: asyncio.Task[RunResult | None] | None = None
@@ -104,6 +122,16 @@ class ChatWidget(anywidget.AnyWidget):
         self._pending: dict[str, tuple[ToolCall, asyncio.Future[bool]]] = {}
         self._allowed_this_run: set[str] = set()
         self.on_msg(self._on_front_end_message)
+        self._show_conversation(recent=conversation is not None)
+
+    @classmethod
+    def resume(cls, conversation_id: str | None = None, **options: Any) -> ChatWidget:
+        """A chat continuing a stored conversation (the latest one when no id is given).
+
+        ``options`` are :class:`ChatWidget`'s and :class:`~nbagent.Agent`'s (``store``,
+        ``tools``, ``model``...); the model defaults to the one the conversation used.
+        """
+        return cls(conversation=conversation_id or _latest_id(options), **options)
 
     def __repr__(self) -> str:
         return f"ChatWidget(agent={self.agent!r}, turns={len(self.history)}, busy={self.busy})"
@@ -180,20 +208,57 @@ class ChatWidget(anywidget.AnyWidget):
         """Refuse the waiting call ``call_id`` (its Deny button); the model sees an error."""
         self._decide(call_id, False)
 
+    def open_conversation(self, conversation_id: str) -> None:
+        """Show the stored conversation ``conversation_id`` (a unique prefix will do).
+
+        Any reply being generated is stopped; the next message continues the opened
+        conversation. The list of recent chats in the page calls this.
+        """
+        conversation = _store_of(self.agent).load(conversation_id)
+        self._drop_run()
+        self.agent.conversation = conversation
+        self._show_conversation(recent=True)
+        self.status = "Ready"
+
+    def refresh_recent(self) -> None:
+        """Reread the list of recent conversations from the history store."""
+        store = self.agent.store
+        rows = store.conversations(limit=12) if store is not None else []
+        self.recent = [
+            {"id": r["id"], "title": r["title"] or "(untitled)", "updated": str(r["updated"])}
+            for r in rows
+        ]
+
     def new_chat(self) -> None:
         """Stop any reply, clear the transcript and start a fresh conversation."""
         # The old task still finishes its cancelled run (quickly), but it no longer
         # touches the widget: _is_current() is false once the task is detached.
+        self._drop_run()
+        self.agent.reset()
+        self._show_conversation()
+        self.status = "New chat"
+
+    def _drop_run(self) -> None:
+        """Stop the reply being generated and let it finish without touching the widget."""
         self.stop()
         self.task = None
         self._clear_approvals()
-        self.agent.reset()
         self.history = []
         self.last_result = None
-        self.turns = []
-        self.live = {}
         self.busy = False
-        self.status = "New chat"
+
+    def _show_conversation(self, *, recent: bool = False) -> None:
+        """Draw the agent's conversation (from history), and the recent list if asked.
+
+        The list is read when the page opens it, so a new chat touches no history
+        file before its first message.
+        """
+        with self.hold_sync():
+            self.turns = turns_of(self.agent.conversation)
+            self.live = {}
+            self.conversation_id = self.agent.conversation.id
+            if recent:
+                self.refresh_recent()
 
     # -- the front end's messages --------------------------------------------------
 
@@ -208,6 +273,10 @@ class ChatWidget(anywidget.AnyWidget):
             self.stop()
         elif kind == "new_chat":
             self.new_chat()
+        elif kind == "open":
+            self.open_conversation(str(content.get("id", "")))
+        elif kind == "refresh_recent":
+            self.refresh_recent()
         elif kind in ("approve", "allow_for_run", "deny"):
             call_id = str(content.get("id", ""))
             if call_id in self._pending:  # a second click on a decided call does nothing
@@ -250,6 +319,7 @@ class ChatWidget(anywidget.AnyWidget):
             self.turns = [*self.turns, turn.state()]
             self.live = {}
             self.busy = False
+            self.conversation_id = self.agent.conversation.id
 
     # -- approval ------------------------------------------------------------------
 
@@ -288,6 +358,20 @@ class ChatWidget(anywidget.AnyWidget):
                 future.cancel()
         self._pending.clear()
         self.approvals = []
+
+
+def _store_of(agent: Agent) -> Store:
+    if agent.store is None:
+        raise ConfigError("opening a stored conversation needs history (the agent has store=None)")
+    return agent.store
+
+
+def _latest_id(options: dict[str, Any]) -> str:
+    """The latest stored conversation's id, in the store ``options`` name."""
+    store = resolve_store(options.get("store", "default"), options.get("env"))
+    if store is None:
+        raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
+    return store.resolve_id(None)
 
 
 def _approval_state(call: ToolCall) -> dict[str, str]:
