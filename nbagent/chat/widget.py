@@ -40,6 +40,7 @@ from ..results import RunResult
 from ..store import Store, resolve_store
 from .history import turns_of
 from .turn import Turn
+from .twin import StaticTwin
 
 __all__ = ["ChatWidget"]
 
@@ -121,6 +122,8 @@ class ChatWidget(anywidget.AnyWidget):
         self.last_result: RunResult | None = None
         self._pending: dict[str, tuple[ToolCall, asyncio.Future[bool]]] = {}
         self._allowed_this_run: set[str] = set()
+        self.twin = StaticTwin()
+        """The static HTML transcript shown next to the widget for viewers without a kernel."""
         self.on_msg(self._on_front_end_message)
         self._show_conversation(recent=conversation is not None)
 
@@ -132,6 +135,15 @@ class ChatWidget(anywidget.AnyWidget):
         ``tools``, ``model``...); the model defaults to the one the conversation used.
         """
         return cls(conversation=conversation_id or _latest_id(options), **options)
+
+    def _ipython_display_(self, **kwargs: Any) -> None:
+        """Show the widget and, next to it, its static HTML twin (see :mod:`.twin`)."""
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_(**kwargs)  # anywidget: (data, metadata)
+        if bundle is not None:
+            display(bundle[0], metadata=bundle[1], raw=True)
+        self.twin.show(self.turns)
 
     def __repr__(self) -> str:
         return f"ChatWidget(agent={self.agent!r}, turns={len(self.history)}, busy={self.busy})"
@@ -259,6 +271,7 @@ class ChatWidget(anywidget.AnyWidget):
             self.conversation_id = self.agent.conversation.id
             if recent:
                 self.refresh_recent()
+        self.twin.update(self.turns)
 
     # -- the front end's messages --------------------------------------------------
 
@@ -320,6 +333,7 @@ class ChatWidget(anywidget.AnyWidget):
             self.live = {}
             self.busy = False
             self.conversation_id = self.agent.conversation.id
+        self.twin.update(self.turns)
 
     # -- approval ------------------------------------------------------------------
 
