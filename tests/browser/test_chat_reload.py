@@ -42,7 +42,11 @@ again
 @pytest.fixture(scope="module")
 def notebook(jupyterlab: Any) -> str:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [nbformat.v4.new_code_cell(SETUP.strip())]
     nbformat.write(nb, jupyterlab.root / "reload.ipynb")
     return "reload.ipynb"

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from nbagent import Agent
+from nbagent.chat import ChatWidget
 from nbagent.kernel.prompt import PROMPT_SECONDS
 from nbagent.testing import ScriptedModel
-from nbagent.chat import ChatWidget
 from tests.support.kernel import Kernel, displays
 
 SETUP = """
