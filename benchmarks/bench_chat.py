@@ -176,9 +176,8 @@ def main(tokens: int) -> None:
             max_gap = page.evaluate("window.__maxGap")
             per_token_us = (kernel["chat_cpu"] - kernel["plain_cpu"]) / tokens * 1e6
             print(f"streaming {tokens} tokens over {kernel['chat_wall']:.1f} s:")
-            print(
-                f"  page redraws of the live turn: {redraws} ({redraws / kernel['chat_wall']:.1f}/s)"
-            )
+            rate = redraws / kernel["chat_wall"]
+            print(f"  page redraws of the live turn: {redraws} ({rate:.1f}/s)")
             print(f"  longest gap between animation frames: {max_gap:.0f} ms")
             print(
                 f"  kernel CPU: {kernel['chat_cpu']:.2f} s with the widget, "
@@ -192,9 +191,11 @@ def main(tokens: int) -> None:
             reopen.locator(".nbagent-turn").nth(TURNS - 1).wait_for(state="attached")
             drawn = page.evaluate("Date.now() / 1000")
             opened = output_json(reopen)
+            in_kernel = opened["kernel_built"] - opened["kernel_started"]
+            to_drawn = drawn - opened["kernel_started"]
             print(
-                f"reopen {TURNS} turns: ChatWidget.resume() {opened['kernel_built'] - opened['kernel_started']:.3f} s in the kernel, "
-                f"{drawn - opened['kernel_started']:.3f} s to the transcript drawn (goal < 1 s)"
+                f"reopen {TURNS} turns: ChatWidget.resume() {in_kernel:.3f} s in the kernel, "
+                f"{to_drawn:.3f} s to the transcript drawn (goal < 1 s)"
             )
             browser.close()
     finally:
