@@ -50,6 +50,8 @@ function render({ model, el }) {
   scroller.append(column);
 
   const approvals = element("div", "nbagent-chat-approvals");
+  // Tools this conversation always allows, each with a button to take it back.
+  const trusted = element("div", "nbagent-chat-trusted", { "aria-label": "Always allowed tools" });
   const inputRow = element("div", "nbagent-chat-input");
   const area = element("textarea", "nbagent-chat-textarea", {
     rows: "3",
@@ -60,7 +62,7 @@ function render({ model, el }) {
   const stop = button("Stop", "nbagent-chat-stop", "Stop the reply (Esc)");
   buttons.append(send, stop);
   inputRow.append(area, buttons);
-  root.append(header, scroller, approvals, inputRow);
+  root.append(header, scroller, approvals, trusted, inputRow);
   el.append(root);
 
   const drawn = []; // the HTML of each finished turn as drawn, to redraw only changes
@@ -124,6 +126,7 @@ function render({ model, el }) {
       const choices = [
         ["Approve", "approve", "nbagent-chat-approve nbagent-primary"],
         ["Allow for this run", "allow_for_run", "nbagent-chat-allow-run"],
+        ["Always allow this tool", "always_allow", "nbagent-chat-always"],
         ["Deny", "deny", "nbagent-chat-deny nbagent-danger"],
       ];
       for (const [label, kind, className] of choices) {
@@ -148,6 +151,21 @@ function render({ model, el }) {
       options.push(option);
     }
     recent.replaceChildren(...options);
+  }
+
+  function drawTrusted() {
+    trusted.replaceChildren();
+    const names = model.get("always_allowed") || [];
+    if (!names.length) return;
+    const label = element("span", "nbagent-chat-trusted-label");
+    label.textContent = "Always allowed:";
+    trusted.append(label);
+    for (const name of names) {
+      const chip = button(`${name} ×`, "nbagent-chat-revoke", `Ask again before ${name} runs`);
+      chip.dataset.tool = name;
+      chip.addEventListener("click", () => model.send({ kind: "revoke", tool: name }));
+      trusted.append(chip);
+    }
   }
 
   function drawPlaceholder() {
@@ -241,10 +259,12 @@ function render({ model, el }) {
   model.on("change:height", drawPlaceholder);
   model.on("msg:custom", onMessage);
   model.on("change:recent", drawRecent);
+  model.on("change:always_allowed", drawTrusted);
   model.on("change:conversation_id", drawRecent);
 
   drawPlaceholder();
   drawRecent();
+  drawTrusted();
   drawTurns();
   drawLive();
   drawStatus();
@@ -260,6 +280,7 @@ function render({ model, el }) {
     model.off("change:height", drawPlaceholder);
     model.off("msg:custom", onMessage);
     model.off("change:recent", drawRecent);
+    model.off("change:always_allowed", drawTrusted);
     model.off("change:conversation_id", drawRecent);
   };
 }

@@ -87,6 +87,8 @@ class ChatWidget(anywidget.AnyWidget):
     """Recent stored conversations to reopen: ``{"id", "title", "updated"}`` each."""
     conversation_id = traitlets.Unicode("").tag(sync=True)
     """The id of the conversation shown (the history store's)."""
+    always_allowed = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """Tools this conversation runs without asking ("Always allow"), shown; revocable."""
     send_on = traitlets.Unicode("enter").tag(sync=True)
     height = traitlets.Unicode("520px").tag(sync=True)
 
@@ -122,6 +124,7 @@ class ChatWidget(anywidget.AnyWidget):
         self.last_result: RunResult | None = None
         self._pending: dict[str, tuple[ToolCall, asyncio.Future[bool]]] = {}
         self._allowed_this_run: set[str] = set()
+        self._always: dict[str, list[str]] = {}  # conversation id -> tools always allowed
         self.twin = StaticTwin()
         """The static HTML transcript shown next to the widget for viewers without a kernel."""
         self.on_msg(self._on_front_end_message)
@@ -216,6 +219,22 @@ class ChatWidget(anywidget.AnyWidget):
             self._allowed_this_run.add(entry[0].name)
         self._decide(call_id, True)
 
+    def always_allow(self, call_id: str) -> None:
+        """Approve ``call_id`` and every later call of its tool in this conversation.
+
+        The tool is listed in the panel (``always_allowed``) until :meth:`revoke`.
+        """
+        entry = self._pending.get(call_id)
+        if entry is not None and entry[0].name not in self.always_allowed:
+            self.always_allowed = [*self.always_allowed, entry[0].name]
+            self._always[self.agent.conversation.id] = list(self.always_allowed)
+        self._decide(call_id, True)
+
+    def revoke(self, tool_name: str) -> None:
+        """Ask again before ``tool_name`` runs (undoes :meth:`always_allow`)."""
+        self.always_allowed = [name for name in self.always_allowed if name != tool_name]
+        self._always[self.agent.conversation.id] = list(self.always_allowed)
+
     def deny(self, call_id: str) -> None:
         """Refuse the waiting call ``call_id`` (its Deny button); the model sees an error."""
         self._decide(call_id, False)
@@ -269,6 +288,7 @@ class ChatWidget(anywidget.AnyWidget):
             self.turns = turns_of(self.agent.conversation)
             self.live = {}
             self.conversation_id = self.agent.conversation.id
+            self.always_allowed = self._always.get(self.conversation_id, [])
             if recent:
                 self.refresh_recent()
         self.twin.update(self.turns)
@@ -290,7 +310,9 @@ class ChatWidget(anywidget.AnyWidget):
             self.open_conversation(str(content.get("id", "")))
         elif kind == "refresh_recent":
             self.refresh_recent()
-        elif kind in ("approve", "allow_for_run", "deny"):
+        elif kind == "revoke":
+            self.revoke(str(content.get("tool", "")))
+        elif kind in ("approve", "allow_for_run", "always_allow", "deny"):
             call_id = str(content.get("id", ""))
             if call_id in self._pending:  # a second click on a decided call does nothing
                 getattr(self, kind)(call_id)
@@ -341,6 +363,8 @@ class ChatWidget(anywidget.AnyWidget):
         """Wait for Approve/Deny (buttons or methods) on ``call``."""
         if call.name in self._allowed_this_run:
             return True, "user (allowed for this run)"
+        if call.name in self.always_allowed:
+            return True, "user (always allowed in this chat)"
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._pending[call.id] = (call, future)
         self.approvals = [*self.approvals, _approval_state(call)]

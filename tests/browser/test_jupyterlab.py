@@ -272,9 +272,24 @@ def test_approve_button_runs_the_tool(lab: Notebook, artifacts: Path) -> None:
     assert "approved by user" in turn.locator("details.nba-round").text_content()
     lab.assert_nothing_ran()
 
+    # "Always allow this tool": the next call runs without asking; the chip revokes it.
+    lab.textarea.fill("delete it again")
+    lab.textarea.press("Enter")
+    row.locator("button", has_text="Always allow this tool").click()
+    lab.turns.nth(before + 1).locator(".nba-answer", has_text="Result: deleted").wait_for()
+    chip = lab.chat.locator("button.nbagent-chat-revoke")
+    assert chip.inner_text() == "delete_file ×"
+    lab.textarea.fill("and again")
+    lab.textarea.press("Enter")
+    lab.turns.nth(before + 2).locator(".nba-answer", has_text="Result: deleted").wait_for()
+    assert row.count() == 0
+    assert "always allowed in this chat" in lab.turns.nth(before + 2).text_content()
+    chip.click()
+    chip.wait_for(state="detached")
+
 
 def test_new_chat_button_clears_the_transcript(lab: Notebook) -> None:
-    assert lab.turns.count() == 4
+    assert lab.turns.count() == 6
     lab.button("new").click()
     lab.wait_status("New chat")
     assert lab.turns.count() == 0

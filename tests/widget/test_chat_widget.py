@@ -396,3 +396,37 @@ async def test_provider_error_is_shown_and_the_widget_stays_usable() -> None:
     assert "RuntimeError: the model server fell over" in transcript_html(chat)
     assert result is not None and result.stop_reason == "error"
     assert (await chat.submit("again")).output == "fine now"
+
+
+async def test_always_allow_is_remembered_for_the_conversation_and_revocable(wait_until) -> None:
+    agent, model, deleted = approval_agent()
+    chat = ChatWidget(agent)
+    task = chat.submit("delete it")
+    await wait_until(lambda: bool(chat.approvals))
+    from_page(chat, kind="always_allow", id=chat.approvals[0]["id"])  # the button
+    result = await asyncio.wait_for(task, 5)
+    assert result.rounds[0].results[0].approval == "approved by user"
+    assert chat.always_allowed == ["delete_file"]
+
+    # The next turn of this conversation runs the tool without asking.
+    result = await asyncio.wait_for(chat.submit("delete it again"), 5)
+    assert result.rounds[0].results[0].approval == "approved by user (always allowed in this chat)"
+    assert len(deleted) == 2
+
+    # Revoked (the chip's button): the tool is asked about again.
+    from_page(chat, kind="revoke", tool="delete_file")
+    assert chat.always_allowed == []
+    task = chat.submit("delete it once more")
+    await wait_until(lambda: bool(chat.approvals))
+    from_page(chat, kind="always_allow", id=chat.approvals[0]["id"])
+    await asyncio.wait_for(task, 5)
+    assert len(deleted) == 3 and chat.always_allowed == ["delete_file"]
+
+    # Remembered per conversation: a new chat starts with none.
+    chat.new_chat()
+    assert chat.always_allowed == []
+    task = chat.submit("delete it")
+    await wait_until(lambda: bool(chat.approvals))
+    chat.deny(chat.approvals[0]["id"])
+    await asyncio.wait_for(task, 5)
+    assert len(deleted) == 3
