@@ -279,7 +279,7 @@ def test_approve_button_runs_the_tool(lab: Notebook, artifacts: Path) -> None:
     lab.turns.nth(before + 1).locator(".nba-answer", has_text="Result: deleted").wait_for()
     chip = lab.chat.locator("button.nbagent-chat-revoke")
     assert chip.inner_text() == "delete_file ×"
-    lab.textarea.fill("and again")
+    lab.textarea.fill("delete more")
     lab.textarea.press("Enter")
     lab.turns.nth(before + 2).locator(".nba-answer", has_text="Result: deleted").wait_for()
     assert row.count() == 0
