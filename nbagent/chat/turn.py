@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..kernel.prompt import Interpolated
 from ..live import UPDATE_INTERVAL, LiveRun
@@ -11,8 +11,25 @@ from ..render import Transcript, escape
 from ..results import RunResult
 
 if TYPE_CHECKING:
+    from ..agent import Agent
     from ..tools import Tool
-    from .widget import ChatWidget
+
+
+class TurnHost(Protocol):
+    """What a turn needs from the widget showing it (:class:`~nbagent.chat.ChatWidget`)."""
+
+    agent: Agent
+    live: dict[str, Any]
+    status: str
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]: ...  # noqa: D102
+
+    def _is_current(self, turn: Turn) -> bool: ...
+
+    async def _ask_user(self, call: ToolCall) -> tuple[bool, str]: ...
+
+    def _turn_finished(self, turn: Turn, error: BaseException | None) -> None: ...
 
 
 class Turn:
@@ -26,7 +43,7 @@ class Turn:
 
     interval = UPDATE_INTERVAL
 
-    def __init__(self, chat: ChatWidget, prompt: str, fields: Interpolated | None = None) -> None:
+    def __init__(self, chat: TurnHost, prompt: str, fields: Interpolated | None = None) -> None:
         self.chat = chat
         self.prompt = prompt
         self.note = fields.summary() if fields is not None else None
