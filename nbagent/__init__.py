@@ -101,9 +101,9 @@ def __dir__() -> list[str]:
 
 
 def __getattr__(name: str) -> typing.Any:
-    # ``nbagent.ChatWidget`` imports ipywidgets only when first used.
+    # ``nbagent.ChatWidget`` imports ipywidgets and anywidget only when first used.
     if name == "ChatWidget":
-        from .widget import ChatWidget
+        from .chat import ChatWidget
 
         return ChatWidget
     raise AttributeError(f"module 'nbagent' has no attribute {name!r}")

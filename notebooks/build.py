@@ -782,14 +782,16 @@ CHAT = [
 # The chat widget
 
 `ChatWidget` is a chat panel for the same agent: transcript, input box, Send,
-Stop, a status line and Approve/Deny buttons for tools that need consent. Each
-button has a Python method doing exactly what it does (`submit`, `stop`,
-`approve`, `deny`, `new_chat`), which is how this notebook drives it.
+Stop, a status line, a list of recent chats and Approve/Deny buttons for tools
+that need consent. In the box, Enter sends, Shift+Enter starts a new line, Up
+brings back your last message and Esc stops the reply. Each button has a Python
+method doing exactly what it does (`submit`, `stop`, `approve`, `allow_for_run`,
+`deny`, `new_chat`, `open_conversation`), which is how this notebook drives it.
 """),
     code("""
 from nbagent import Agent, tool
 from nbagent.testing import ScriptedModel, call, reply
-from nbagent.widget import ChatWidget
+from nbagent import ChatWidget
 """),
     code(
         '''
@@ -828,7 +830,7 @@ print(result.stop_reason, "|", result.output)
     ),
     code(
         """
-html = chat.turns[-1].html()
+html = chat.turns[-1]["html"]
 assert "get_weather" in html and "19 °C, sunny" in html
 print(len(chat.turns), "turn in the transcript")
 """,
@@ -850,6 +852,32 @@ await asyncio.sleep(0.5)
 slow.stop()
 stopped = await task
 print(stopped.stop_reason)
+""",
+        CHECK,
+    ),
+    md("""
+## After a kernel restart
+
+The transcript comes from the history store, not from the widget: after a
+restart, `ChatWidget.resume()` draws the latest conversation again and the agent
+continues it (`ChatWidget(conversation=ID)` opens a given one). Reloading the
+page with the kernel alive needs nothing at all: the panel redraws from the
+kernel, a reply still streaming included. Here the history goes to a temporary
+file so the tutorial leaves yours alone.
+"""),
+    code(
+        """
+import tempfile
+from pathlib import Path
+
+history = Path(tempfile.mkdtemp()) / "history.db"
+first = ChatWidget(Agent(ScriptedModel(forecaster), tools=[get_weather], store=history))
+await first.submit("What's the weather in Lisbon?")
+
+# ... the kernel restarts ...
+again = ChatWidget.resume(store=history, model=ScriptedModel(["Still sunny."]), tools=[])
+print([turn["prompt"] for turn in again.turns])
+print((await again.submit("And now?")).output)
 """,
         CHECK,
     ),

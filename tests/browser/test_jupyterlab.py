@@ -159,8 +159,9 @@ def lab(browser: Any, jupyterlab: Any, notebook: str, artifacts: Path) -> Any:
 
 def test_enter_sends_and_panels_and_answer_appear(lab: Notebook, artifacts: Path) -> None:
     page = lab.page
-    # The key script shipped inside the widget ran in JupyterLab (trusted live output).
-    page.wait_for_function("window.__nbagentChatKeys === true")
+    # The ES module front end drew the widget (anywidget's lab extension loaded it).
+    lab.textarea.wait_for()
+    assert lab.chat.locator("[role=log]").count() == 1
     assert lab.status.inner_text() == "Ready"
     lab.textarea.fill("How many cities?")
     lab.textarea.press("Enter")
@@ -258,7 +259,7 @@ def test_approve_button_runs_the_tool(lab: Notebook, artifacts: Path) -> None:
     lab.textarea.press("Enter")
     row = lab.chat.locator(".nbagent-chat-approval")
     row.wait_for(timeout=30_000)
-    assert row.locator(".widget-label").inner_text() == (
+    assert row.locator(".nbagent-chat-question").inner_text() == (
         'Allow delete_file(path="/tmp/report.csv")?'
     )
     lab.wait_status("Waiting for approval: delete_file")
@@ -271,9 +272,24 @@ def test_approve_button_runs_the_tool(lab: Notebook, artifacts: Path) -> None:
     assert "approved by user" in turn.locator("details.nba-round").text_content()
     lab.assert_nothing_ran()
 
+    # "Always allow this tool": the next call runs without asking; the chip revokes it.
+    lab.textarea.fill("delete it again")
+    lab.textarea.press("Enter")
+    row.locator("button", has_text="Always allow this tool").click()
+    lab.turns.nth(before + 1).locator(".nba-answer", has_text="Result: deleted").wait_for()
+    chip = lab.chat.locator("button.nbagent-chat-revoke")
+    assert chip.inner_text() == "delete_file ×"
+    lab.textarea.fill("delete more")
+    lab.textarea.press("Enter")
+    lab.turns.nth(before + 2).locator(".nba-answer", has_text="Result: deleted").wait_for()
+    assert row.count() == 0
+    assert "always allowed in this chat" in lab.turns.nth(before + 2).text_content()
+    chip.click()
+    chip.wait_for(state="detached")
+
 
 def test_new_chat_button_clears_the_transcript(lab: Notebook) -> None:
-    assert lab.turns.count() == 4
+    assert lab.turns.count() == 6
     lab.button("new").click()
     lab.wait_status("New chat")
     assert lab.turns.count() == 0

@@ -30,7 +30,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render", "nbagent.tracing")),
     (7, ("nbagent.batch",)),  # Agent.map's engine: rows, journal, executor, limits, progress
     (8, ("nbagent.agent",)),
-    (9, ("nbagent.magic", "nbagent.widget", "nbagent.live", "nbagent.terminal",
+    (9, ("nbagent.magic", "nbagent.widget", "nbagent.chat", "nbagent.live", "nbagent.terminal",
          "nbagent.demo", "nbagent.cli", "nbagent.__init__")),
 ]  # fmt: skip
 SIBLINGS = {6}

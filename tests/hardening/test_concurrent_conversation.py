@@ -141,7 +141,7 @@ def test_two_agents_in_one_process_resuming_one_conversation_lose_no_turn(histor
 async def test_the_chat_widget_and_a_cell_on_one_agent_take_turns(history_db):
     """A second prompt while the widget answers gets a clear error, not a mixed-up turn."""
     pytest.importorskip("ipywidgets")
-    from nbagent.widget import ChatWidget
+    from nbagent.chat import ChatWidget
 
     agent = Agent(ScriptedModel(chunk_size=2, delay=0.01))
     chat = ChatWidget(agent)

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from nbagent import Agent
+from nbagent.chat import ChatWidget
 from nbagent.kernel.prompt import PROMPT_SECONDS
 from nbagent.testing import ScriptedModel
-from nbagent.widget import ChatWidget
 from tests.support.kernel import Kernel, displays
 
 SETUP = """
@@ -137,5 +137,5 @@ async def test_chat_widget_name_with_a_hanging_repr(shell: Any) -> None:
     assert model.requests[0].prompt == (
         f"What is <Stalled: not described, its repr took over {bound}>?"
     )
-    html = "".join(child.value for child in chat.transcript.children)
+    html = chat.transcript_html
     assert "Sent to the model: stalled as a placeholder (its repr did not finish" in html

@@ -1,7 +1,9 @@
-"""ChatWidget driven through its Python methods and buttons on a real asyncio loop.
+"""ChatWidget driven through its Python methods and the front end's messages on a real
+asyncio loop.
 
-The widgets are real ipywidgets (without a front end their messages go nowhere);
-the agent runs the real loop against nbagent.testing.ScriptedModel.
+The widget is a real anywidget (without a front end its messages go nowhere); what
+the page would send (``{"kind": "submit", ...}``) is delivered through the same
+handler the comm calls; the agent runs the real loop against ScriptedModel.
 """
 
 from __future__ import annotations
@@ -12,13 +14,25 @@ import time
 import pytest
 
 from nbagent import Agent, tool
+from nbagent.chat import ChatWidget
 from nbagent.render import render_result_html
 from nbagent.testing import ScriptedModel, call, reply
-from nbagent.widget import SEND_SENTINEL, ChatWidget
 
 
 def transcript_html(chat: ChatWidget) -> str:
-    return "".join(child.value for child in chat.transcript.children)
+    return chat.transcript_html
+
+
+def from_page(chat: ChatWidget, **message: object) -> None:
+    """What a key or button in the page sends, delivered as the comm delivers it."""
+    chat._handle_custom_msg(message, [])
+
+
+def sent_to_page(chat: ChatWidget) -> list[dict]:
+    """Capture the custom messages the widget sends to the page."""
+    sent: list[dict] = []
+    chat.send = lambda content, buffers=None: sent.append(content)
+    return sent
 
 
 def make_weather_agent(**model_options: object) -> tuple[Agent, ScriptedModel]:
@@ -39,11 +53,11 @@ def make_weather_agent(**model_options: object) -> tuple[Agent, ScriptedModel]:
 async def test_submit_shows_round_panels_and_answer() -> None:
     agent, model = make_weather_agent()
     chat = ChatWidget(agent)
-    assert chat.status.value == "Ready"
+    assert chat.status == "Ready"
 
     task = chat.submit("Weather in Paris?")
     assert task is not None
-    assert chat.busy and chat.send_button.disabled and not chat.stop_button.disabled
+    assert chat.busy and chat.live["prompt"] == "Weather in Paris?"
     result = await asyncio.wait_for(task, 5)
 
     assert result is not None and result.stop_reason == "complete"
@@ -52,11 +66,12 @@ async def test_submit_shows_round_panels_and_answer() -> None:
     assert '<details class="nba-round' in html  # the same round panel as %%agent
     assert "weather" in html and "temp_c" in html
     assert "<strong>Paris</strong>" in html  # the answer rendered from Markdown
-    assert chat.status.value == "Ready"
-    assert not chat.busy and not chat.send_button.disabled and chat.stop_button.disabled
+    assert chat.status == "Ready"
+    assert not chat.busy and chat.live == {}
     assert chat.last_result is result
     # The whole turn: the user's message, then exactly the static rendering of the run.
-    assert chat.transcript.children[0].value == (
+    assert chat.turns[0]["prompt"] == "Weather in Paris?"
+    assert chat.turns[0]["html"] == (
         '<div class="nbagent-turn"><div class="nbagent-user">'
         '<div class="nbagent-user-label">You</div>Weather in Paris?</div>'
         f"{render_result_html(result)}</div>"
@@ -71,8 +86,8 @@ async def test_second_message_continues_the_conversation() -> None:
     await chat.submit("one")
     await chat.submit("two")
     assert [m.content for m in model.requests[1].messages[:2]] == ["one", "Seen 2 messages"]
-    assert len(chat.transcript.children) == 2
-    assert "Seen 4 messages" in chat.transcript.children[1].value
+    assert len(chat.turns) == 2
+    assert "Seen 4 messages" in chat.turns[1]["html"]
 
 
 async def test_agent_options_build_an_agent() -> None:
@@ -91,14 +106,14 @@ async def test_bad_arguments_are_clear_errors() -> None:
         ChatWidget(Agent(ScriptedModel()), model="scripted")
     chat = ChatWidget(Agent(ScriptedModel(), tools=[]))
     assert chat.submit("   ") is None  # blank: nothing happens, like Send on an empty box
-    assert chat.transcript.children == ()
+    assert chat.turns == [] and chat.live == {}
 
 
 def test_submit_without_an_event_loop_says_what_to_do() -> None:
     chat = ChatWidget(Agent(ScriptedModel(), tools=[]))
     with pytest.raises(RuntimeError, match="running event loop"):
         chat.submit("hi")
-    assert chat.transcript.children == () and not chat.busy
+    assert chat.turns == [] and chat.live == {} and not chat.busy
 
 
 async def test_model_and_tool_text_is_escaped() -> None:
@@ -138,8 +153,8 @@ async def test_stop_mid_stream_cancels_within_a_second(wait_until) -> None:
     assert result is not None and result.stop_reason == "cancelled"
     html = transcript_html(chat)
     assert "word word" in html and "cancelled" in html
-    assert chat.status.value == "Stopped: cancelled"
-    assert not chat.busy and not chat.send_button.disabled
+    assert chat.status == "Stopped: cancelled"
+    assert not chat.busy
     # History stays valid and the next message works.
     assert [m.role for m in agent.conversation.messages] == ["user", "assistant"]
     assert agent.conversation.messages[1].content.startswith("word word")
@@ -160,10 +175,10 @@ async def test_stop_button_during_a_slow_tool(wait_until) -> None:
     chat = ChatWidget(agent)
     task = chat.submit("go")
     assert task is not None
-    await wait_until(lambda: chat.status.value.startswith("Using Slow"))
+    await wait_until(lambda: chat.status.startswith("Using Slow"))
 
     started = time.monotonic()
-    chat.stop_button.click()
+    from_page(chat, kind="stop")  # the Stop button
     result = await asyncio.wait_for(task, 1.0)
     assert time.monotonic() - started < 1.0
     assert result is not None and result.stop_reason == "cancelled"
@@ -212,18 +227,22 @@ async def test_approve_lets_the_call_run(wait_until) -> None:
 
     (pending,) = chat.pending_approvals
     assert pending.name == "delete_file" and deleted == []
-    (row,) = chat.approvals.children
-    question, approve_button, deny_button = row.children
-    assert question.value == 'Allow delete_file(path="/tmp/<x>.txt")?'  # a Label: plain text
-    assert (approve_button.description, deny_button.description) == ("Approve", "Deny")
-    assert chat.status.value == "Waiting for approval: delete_file"
+    (row,) = chat.approvals
+    # Plain text: the page sets it as textContent.
+    assert row == {
+        "id": pending.id,
+        "tool": "delete_file",
+        "question": 'Allow delete_file(path="/tmp/<x>.txt")?',
+        "code_html": "",
+    }
+    assert chat.status == "Waiting for approval: delete_file"
 
     chat.approve(pending.id)
     result = await asyncio.wait_for(task, 5)
     assert deleted == ["/tmp/<x>.txt"]
     assert result.output == "OK: deleted /tmp/<x>.txt"
     assert result.rounds[0].results[0].approval == "approved by user"
-    assert chat.approvals.children == ()
+    assert chat.approvals == []
     assert "approved by user" in transcript_html(chat)
 
 
@@ -232,10 +251,9 @@ async def test_deny_button_gives_the_model_an_error(wait_until) -> None:
     chat = ChatWidget(agent)
     task = chat.submit("delete it")
     assert task is not None
-    await wait_until(lambda: bool(chat.approvals.children))
+    await wait_until(lambda: bool(chat.approvals))
 
-    deny_button = chat.approvals.children[0].children[2]
-    deny_button.click()
+    from_page(chat, kind="deny", id=chat.approvals[0]["id"])  # the Deny button
     result = await asyncio.wait_for(task, 5)
     assert deleted == []
     assert result.output.startswith("REFUSED: Error: The user denied this call")
@@ -254,7 +272,7 @@ async def test_stop_while_waiting_for_approval(wait_until) -> None:
     chat.stop()
     result = await asyncio.wait_for(task, 1.0)
     assert result.stop_reason == "cancelled" and deleted == []
-    assert chat.approvals.children == () and chat.pending_approvals == []
+    assert chat.approvals == [] and chat.pending_approvals == []
     assert not result.rounds[0].results[0].ok
 
 
@@ -267,19 +285,19 @@ async def test_new_chat_resets_everything(wait_until) -> None:
     assert task is not None
     await wait_until(lambda: "4 messages" in transcript_html(chat))
 
-    chat.new_chat_button.click()  # mid-stream: stops and clears
-    assert chat.transcript.children == () and chat.last_result is None
+    from_page(chat, kind="new_chat")  # mid-stream: stops and clears
+    assert chat.turns == [] and chat.live == {} and chat.last_result is None
     assert agent.conversation.messages == []
-    assert chat.status.value == "New chat" and not chat.busy
+    assert chat.status == "New chat" and not chat.busy
     cancelled = await asyncio.wait_for(task, 1.0)  # the old run ends, cancelled
     assert cancelled is not None and cancelled.stop_reason == "cancelled"
     # ... without writing into the new chat.
-    assert chat.transcript.children == () and chat.last_result is None
-    assert chat.status.value == "New chat"
+    assert chat.turns == [] and chat.live == {} and chat.last_result is None
+    assert chat.status == "New chat"
 
     result = await asyncio.wait_for(chat.submit("fresh"), 30)
     assert result.output.startswith("2 messages:")
-    assert len(chat.transcript.children) == 1
+    assert len(chat.turns) == 1
     assert "second" not in transcript_html(chat)
 
 
@@ -290,42 +308,60 @@ async def test_submit_while_busy_is_refused(wait_until) -> None:
     await wait_until(lambda: "a a" in transcript_html(chat))
     with pytest.raises(RuntimeError, match="still answering"):
         chat.submit("two")
-    # The send key while busy keeps the text in the box.
-    chat.input.value = "two" + SEND_SENTINEL
-    assert chat.input.value == "two"
-    assert chat.status.value == "Still answering: press Stop first"
+    # The send key while busy gives the text back to the box.
+    sent = sent_to_page(chat)
+    from_page(chat, kind="submit", text="two")
+    assert sent == [{"kind": "restore", "text": "two"}]
+    assert chat.status == "Still answering: press Stop first"
     chat.stop()
     await task
     assert len(model.requests) == 1
 
 
-async def test_send_key_and_send_button_submit_the_text_area() -> None:
+async def test_enter_and_send_in_the_page_submit_the_text() -> None:
     model = ScriptedModel(lambda r: f"echo {r.prompt!r}")
     chat = ChatWidget(Agent(model, tools=[]))
-    # What the front-end script does on Enter: append the sentinel to the value.
-    chat.input.value = "line one\nline two" + SEND_SENTINEL
-    assert chat.input.value == ""
+    sent = sent_to_page(chat)
+    # What the front end sends on Enter (or Send): the text area's content.
+    from_page(chat, kind="submit", text="line one\nline two")
     assert chat.task is not None
     await chat.task
     assert model.requests[0].prompt == "line one\nline two"
-
-    chat.input.value = "by button"
-    chat.send_button.click()
-    assert chat.input.value == ""
+    assert "<p>echo 'by button'</p>" not in transcript_html(chat)
+    from_page(chat, kind="submit", text="by button")
     await chat.task
     assert model.requests[1].prompt == "by button"
     assert "<p>echo 'by button'</p>" in transcript_html(chat)
+    assert sent == []  # nothing given back: both were sent
+    from_page(chat, kind="approve", id="nope")  # a stale click does nothing
+    from_page(chat, kind="unknown")
 
 
-async def test_send_on_option_marks_the_widget_for_the_key_script() -> None:
-    enter = ChatWidget(Agent(ScriptedModel()))
+async def test_undefined_field_gives_the_text_back() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.clear_instance()
+    InteractiveShell.instance()
+    try:
+        model = ScriptedModel(["never"])
+        chat = ChatWidget(Agent(model, tools=[], store=None))
+        sent = sent_to_page(chat)
+        from_page(chat, kind="submit", text="Look at {nothing_here}")
+        assert sent == [{"kind": "restore", "text": "Look at {nothing_here}"}]
+        assert "'nothing_here' is not defined" in chat.status
+        assert model.requests == []
+    finally:
+        InteractiveShell.clear_instance()
+
+
+async def test_send_on_and_front_end_files() -> None:
     shift = ChatWidget(Agent(ScriptedModel()), send_on="shift-enter")
-    assert "nbagent-send-enter" in enter._dom_classes
-    assert "nbagent-send-shift-enter" in shift._dom_classes
-    assert "Shift+Enter to send" in shift.input.placeholder
-    keys = enter.children[-1]
-    (output,) = keys.outputs
-    assert "nbagent-send-shift-enter" in output["data"]["application/javascript"]
+    assert shift.send_on == "shift-enter"
+    state = shift.get_state()
+    assert state["send_on"] == "shift-enter" and state["status"] == "Ready"
+    # The ES module and the stylesheet ship with the package and reach the page.
+    assert "export default" in state["_esm"] and "nbagent-chat-textarea" in state["_esm"]
+    assert "--jp-layout-color" in state["_css"]
 
 
 async def test_transcript_updates_are_throttled() -> None:
@@ -333,14 +369,13 @@ async def test_transcript_updates_are_throttled() -> None:
     chat = ChatWidget(Agent(model, tools=[]))
     task = chat.submit("stream")
     assert task is not None
-    (view,) = chat.transcript.children
     updates = []
-    view.observe(lambda change: updates.append(time.monotonic()), names="value")
+    chat.observe(lambda change: updates.append(time.monotonic()), names="live")
     started = time.monotonic()
     await asyncio.wait_for(task, 30)
     elapsed = time.monotonic() - started
 
-    assert "y" * 3000 in view.value
+    assert "y" * 3000 in chat.turns[0]["html"]
     # At most one update per 100 ms plus the structural ones (start, finish).
     assert len(updates) <= elapsed / 0.1 + 4, (len(updates), elapsed)
     assert len(updates) < 1000 / 5
@@ -357,7 +392,41 @@ async def test_provider_error_is_shown_and_the_widget_stays_usable() -> None:
 
     chat = ChatWidget(Agent(ScriptedModel(script), tools=[]))
     result = await chat.submit("hi")
-    assert chat.status.value == "Error"
+    assert chat.status == "Error"
     assert "RuntimeError: the model server fell over" in transcript_html(chat)
     assert result is not None and result.stop_reason == "error"
     assert (await chat.submit("again")).output == "fine now"
+
+
+async def test_always_allow_is_remembered_for_the_conversation_and_revocable(wait_until) -> None:
+    agent, model, deleted = approval_agent()
+    chat = ChatWidget(agent)
+    task = chat.submit("delete it")
+    await wait_until(lambda: bool(chat.approvals))
+    from_page(chat, kind="always_allow", id=chat.approvals[0]["id"])  # the button
+    result = await asyncio.wait_for(task, 5)
+    assert result.rounds[0].results[0].approval == "approved by user"
+    assert chat.always_allowed == ["delete_file"]
+
+    # The next turn of this conversation runs the tool without asking.
+    result = await asyncio.wait_for(chat.submit("delete it again"), 5)
+    assert result.rounds[0].results[0].approval == "approved by user (always allowed in this chat)"
+    assert len(deleted) == 2
+
+    # Revoked (the chip's button): the tool is asked about again.
+    from_page(chat, kind="revoke", tool="delete_file")
+    assert chat.always_allowed == []
+    task = chat.submit("delete it once more")
+    await wait_until(lambda: bool(chat.approvals))
+    from_page(chat, kind="always_allow", id=chat.approvals[0]["id"])
+    await asyncio.wait_for(task, 5)
+    assert len(deleted) == 3 and chat.always_allowed == ["delete_file"]
+
+    # Remembered per conversation: a new chat starts with none.
+    chat.new_chat()
+    assert chat.always_allowed == []
+    task = chat.submit("delete it")
+    await wait_until(lambda: bool(chat.approvals))
+    chat.deny(chat.approvals[0]["id"])
+    await asyncio.wait_for(task, 5)
+    assert len(deleted) == 3

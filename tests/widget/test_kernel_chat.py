@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from nbagent import Agent
+from nbagent.chat import ChatWidget
 from nbagent.testing import ScriptedModel, call, reply
-from nbagent.widget import ChatWidget
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def shell() -> Iterator[Any]:
 
 
 def html_of(chat: ChatWidget) -> str:
-    return "".join(child.value for child in chat.transcript.children)
+    return chat.transcript_html
 
 
 async def test_name_interpolation_says_what_was_sent(shell: Any) -> None:
@@ -49,7 +49,7 @@ async def test_undefined_name_is_said_and_nothing_is_sent(shell: Any) -> None:
     model = ScriptedModel(lambda r: "ok")
     chat = ChatWidget(Agent(model, tools=[], store=None))
     assert chat.submit("Look at {slaes}") is None
-    assert "'slaes' is not defined in the notebook" in chat.status.value
+    assert "'slaes' is not defined in the notebook" in chat.status
     assert model.requests == []
 
 
@@ -65,14 +65,12 @@ async def test_run_python_shows_the_code_and_allow_for_this_run(shell: Any, wait
     task = chat.submit("Compute")
     assert task is not None
     await wait_until(lambda: bool(chat.pending_approvals), 10)
-    (row,) = chat.approvals.children
-    preview, buttons = row.children
-    assert "nbagent-chat-approval-code" in preview._dom_classes
-    assert "step0" in preview.value and "<span" in preview.value  # highlighted
+    (row,) = chat.approvals
+    assert row["question"] == "Allow run_python to run this code?"
+    assert "step0" in row["code_html"] and "<span" in row["code_html"]  # highlighted
     assert "step0" not in shell.user_ns  # not run before the answer
-    labels = [b.description for b in buttons.children[1:]]
-    assert labels == ["Approve", "Allow for this run", "Deny"]
-    buttons.children[2].click()  # allow for this run: the second call is not asked
+    # "Allow for this run" in the page: the second call is not asked.
+    chat._handle_custom_msg({"kind": "allow_for_run", "id": row["id"]}, [])
     result = await asyncio.wait_for(task, 10)
     assert result is not None and result.output == "done"
     assert (shell.user_ns["step0"], shell.user_ns["step1"]) == (1225, 1226)

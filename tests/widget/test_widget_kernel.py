@@ -25,19 +25,19 @@ print("returned", type(task).__name__, chat.busy)
 """,
     """
 result = await task
-print(repr(result.output), chat.status.value, chat.busy)
+print(repr(result.output), chat.status, chat.busy)
 """,
     """
 slow = chat.submit("talk a lot")
 await asyncio.sleep(0.5)  # the kernel is free: the task streams meanwhile
-print("streaming", chat.busy, "word word" in chat.transcript.children[-1].value)
+print("streaming", chat.busy, "word word" in chat.live["html"])
 started = time.monotonic()
 chat.stop()
 stopped = await slow
-print("stopped", stopped.stop_reason, time.monotonic() - started < 1.0, chat.status.value)
+print("stopped", stopped.stop_reason, time.monotonic() - started < 1.0, chat.status)
 """,
     """
-print("next", repr((await chat.submit("again")).output), len(chat.transcript.children))
+print("next", repr((await chat.submit("again")).output), len(chat.turns))
 """,
 ]
 
@@ -50,3 +50,23 @@ def test_methods_from_cells_in_a_real_kernel(shared_kernel: Kernel) -> None:
         "streaming True True\nstopped cancelled True Stopped: cancelled",
         "next 'after the stop' 3",
     ]
+
+
+def test_static_twin_follows_the_chat(shared_kernel: Kernel) -> None:
+    from tests.support.kernel import displays
+
+    shared_kernel.run(
+        "twin_chat = ChatWidget(Agent(ScriptedModel(['<b>hello</b> **there**']), tools=[]))"
+    )
+    _reply, shown = shared_kernel.execute("twin_chat")
+    widget_view, twin = displays(shown)
+    assert "application/vnd.jupyter.widget-view+json" in widget_view["content"]["data"]
+    display_id = twin["content"]["transient"]["display_id"]
+    assert 'class="nbagent-chat-twin"' in twin["content"]["data"]["text/html"]
+
+    _reply, ran = shared_kernel.execute("await twin_chat.submit('say <hi>')")
+    (update,) = [m for m in displays(ran) if m["msg_type"] == "update_display_data"]
+    assert update["content"]["transient"]["display_id"] == display_id
+    html = update["content"]["data"]["text/html"]
+    assert "say &lt;hi&gt;" in html and "<strong>there</strong>" in html
+    assert "<b>hello</b>" not in html and "&lt;b&gt;hello&lt;/b&gt;" in html

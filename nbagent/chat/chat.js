@@ -1,0 +1,288 @@
+// nbagent ChatWidget front end: an anywidget ES module, shipped as is (no build step).
+//
+// It draws what the Python object holds (turns, the live turn, status, approvals)
+// and turns keys and clicks into one message each ({kind: "submit", text}), which
+// the Python side answers by calling its public method of the same name. Turn HTML
+// comes from nbagent's renderer, which escapes everything a model or tool wrote,
+// so it is set as markup here.
+
+function element(tag, className, attributes = {}) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  return node;
+}
+
+function button(label, className, title) {
+  const node = element("button", `nbagent-button ${className}`, { type: "button" });
+  node.textContent = label;
+  if (title) node.title = title;
+  return node;
+}
+
+function render({ model, el }) {
+  // JupyterLab's shortcuts (Shift+Enter runs the cell, Esc leaves edit mode) must not
+  // fire for keys typed in the chat: Lumino skips elements marked like this.
+  const root = element("div", "nbagent-chat", { "data-lm-suppress-shortcuts": "true" });
+  const header = element("div", "nbagent-chat-header");
+  const status = element("div", "nbagent-chat-status", { role: "status" });
+  const newChat = button("New chat", "nbagent-chat-new", "Start over");
+  // Recent conversations from the history store, read when the list is opened.
+  const recent = element("select", "nbagent-chat-recent", { "aria-label": "Recent chats" });
+  header.append(status, recent, newChat);
+
+  // The transcript is a log: screen readers hear new turns; the streamed turn has
+  // its own polite live region, marked busy while it streams.
+  const scroller = element("div", "nbagent-chat-scroller");
+  const log = element("div", "nbagent-chat-transcript", {
+    role: "log",
+    "aria-label": "Chat transcript",
+    "aria-live": "off",
+  });
+  const liveRegion = element("div", "nbagent-chat-live", {
+    "aria-live": "polite",
+    "aria-atomic": "false",
+  });
+  // A column-reverse scroller starts at its bottom and stays there as turns grow (the
+  // browser anchors it), unless the reader has scrolled up.
+  const column = element("div", "nbagent-chat-column");
+  column.append(log, liveRegion);
+  scroller.append(column);
+
+  const approvals = element("div", "nbagent-chat-approvals");
+  // Tools this conversation always allows, each with a button to take it back.
+  const trusted = element("div", "nbagent-chat-trusted", { "aria-label": "Always allowed tools" });
+  const inputRow = element("div", "nbagent-chat-input");
+  const area = element("textarea", "nbagent-chat-textarea", {
+    rows: "3",
+    "aria-label": "Message",
+  });
+  const buttons = element("div", "nbagent-chat-buttons");
+  const send = button("Send", "nbagent-chat-send nbagent-primary", "Send (Enter)");
+  const stop = button("Stop", "nbagent-chat-stop", "Stop the reply (Esc)");
+  buttons.append(send, stop);
+  inputRow.append(area, buttons);
+  root.append(header, scroller, approvals, trusted, inputRow);
+  el.append(root);
+
+  const drawn = []; // the HTML of each finished turn as drawn, to redraw only changes
+
+  function turnNode(turn, index) {
+    const node = element("div", "nbagent-turn-view", {
+      role: "article",
+      "aria-label": `Turn ${index + 1}`,
+    });
+    node.innerHTML = turn.html;
+    return node;
+  }
+
+  function drawTurns() {
+    const turns = model.get("turns") || [];
+    // Finished turns never change, so a new list is the old one plus some: append.
+    // Anything else (New chat, another state) redraws from scratch.
+    const same = drawn.length <= turns.length && drawn.every((html, i) => turns[i].html === html);
+    if (!same) {
+      log.replaceChildren();
+      drawn.length = 0;
+    }
+    const fragment = document.createDocumentFragment();
+    for (let i = drawn.length; i < turns.length; i += 1) {
+      fragment.append(turnNode(turns[i], i));
+      drawn.push(turns[i].html);
+    }
+    log.append(fragment);
+  }
+
+  function drawLive() {
+    const live = model.get("live") || {};
+    liveRegion.innerHTML = live.html || "";
+    liveRegion.setAttribute("aria-busy", live.html ? "true" : "false");
+  }
+
+  function drawStatus() {
+    status.textContent = model.get("status");
+    const busy = model.get("busy");
+    send.disabled = busy;
+    stop.disabled = !busy;
+    root.classList.toggle("nbagent-busy", busy);
+  }
+
+  function drawApprovals() {
+    approvals.replaceChildren();
+    for (const call of model.get("approvals") || []) {
+      const row = element("div", "nbagent-chat-approval", {
+        role: "group",
+        "aria-label": `Approval for ${call.tool}`,
+      });
+      if (call.code_html) {
+        const code = element("div", "nbagent-chat-approval-code");
+        code.innerHTML = call.code_html; // escaped and highlighted by nbagent
+        row.append(code);
+      }
+      const line = element("div", "nbagent-chat-approval-line");
+      const question = element("span", "nbagent-chat-question");
+      question.textContent = call.question;
+      line.append(question);
+      const choices = [
+        ["Approve", "approve", "nbagent-chat-approve nbagent-primary"],
+        ["Allow for this run", "allow_for_run", "nbagent-chat-allow-run"],
+        ["Always allow this tool", "always_allow", "nbagent-chat-always"],
+        ["Deny", "deny", "nbagent-chat-deny nbagent-danger"],
+      ];
+      for (const [label, kind, className] of choices) {
+        const choice = button(label, className);
+        choice.addEventListener("click", () => model.send({ kind, id: call.id }));
+        line.append(choice);
+      }
+      row.append(line);
+      approvals.append(row);
+    }
+  }
+
+  function drawRecent() {
+    const shown = model.get("conversation_id");
+    const first = element("option", "", { value: "" });
+    first.textContent = "Recent chats…";
+    const options = [first];
+    for (const row of model.get("recent") || []) {
+      const option = element("option", "", { value: row.id });
+      option.textContent = `${row.title} (${row.updated.slice(0, 16)})`;
+      option.selected = row.id === shown;
+      options.push(option);
+    }
+    recent.replaceChildren(...options);
+  }
+
+  function drawTrusted() {
+    trusted.replaceChildren();
+    const names = model.get("always_allowed") || [];
+    if (!names.length) return;
+    const label = element("span", "nbagent-chat-trusted-label");
+    label.textContent = "Always allowed:";
+    trusted.append(label);
+    for (const name of names) {
+      const chip = button(`${name} ×`, "nbagent-chat-revoke", `Ask again before ${name} runs`);
+      chip.dataset.tool = name;
+      chip.addEventListener("click", () => model.send({ kind: "revoke", tool: name }));
+      trusted.append(chip);
+    }
+  }
+
+  function drawPlaceholder() {
+    const enter = model.get("send_on") === "enter";
+    root.classList.toggle("nbagent-send-enter", enter);
+    root.classList.toggle("nbagent-send-shift-enter", !enter);
+    area.placeholder = enter
+      ? "Message (Enter to send, Shift+Enter for a new line, Esc to stop)"
+      : "Message (Shift+Enter to send, Enter for a new line, Esc to stop)";
+    scroller.style.maxHeight = model.get("height");
+  }
+
+  function submit() {
+    const text = area.value;
+    if (!text.trim() || model.get("busy")) return;
+    area.value = "";
+    model.send({ kind: "submit", text });
+  }
+
+  function lastPrompt() {
+    const live = model.get("live") || {};
+    if (live.prompt) return live.prompt;
+    const turns = model.get("turns") || [];
+    return turns.length ? turns[turns.length - 1].prompt : "";
+  }
+
+  function onKey(event) {
+    if (event.isComposing) return;
+    if (event.key === "Escape") {
+      // Esc stops the run; the notebook does not take it (it would leave edit mode).
+      event.stopPropagation();
+      if (model.get("busy")) {
+        event.preventDefault();
+        model.send({ kind: "stop" });
+      }
+      return;
+    }
+    if (event.key === "ArrowUp" && area.value === "" && !event.shiftKey) {
+      const prompt = lastPrompt();
+      if (prompt) {
+        event.preventDefault();
+        area.value = prompt;
+        area.setSelectionRange(prompt.length, prompt.length);
+      }
+      return;
+    }
+    if (event.key !== "Enter" || event.altKey) return;
+    // The notebook must not see Enter keys typed here (Shift+Enter would run the cell).
+    event.stopPropagation();
+    const shiftSends = model.get("send_on") === "shift-enter";
+    const sends = (shiftSends ? event.shiftKey : !event.shiftKey) || event.ctrlKey || event.metaKey;
+    if (!sends) {
+      // Insert the newline ourselves: the notebook's own handlers cancel the default
+      // of some Enter keys (Shift+Enter) before the textarea would see it.
+      event.preventDefault();
+      area.setRangeText("\n", area.selectionStart, area.selectionEnd, "end");
+      area.dispatchEvent(new Event("input", { bubbles: true }));
+      return;
+    }
+    event.preventDefault();
+    submit();
+  }
+
+  function onMessage(message) {
+    if (message && message.kind === "restore" && area.value === "") area.value = message.text;
+  }
+
+  area.addEventListener("keydown", onKey);
+  root.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && event.target !== area && model.get("busy")) {
+      event.stopPropagation();
+      model.send({ kind: "stop" });
+    }
+  });
+  send.addEventListener("click", submit);
+  stop.addEventListener("click", () => model.send({ kind: "stop" }));
+  newChat.addEventListener("click", () => model.send({ kind: "new_chat" }));
+  recent.addEventListener("focus", () => model.send({ kind: "refresh_recent" }));
+  recent.addEventListener("change", () => {
+    if (recent.value && recent.value !== model.get("conversation_id")) {
+      model.send({ kind: "open", id: recent.value });
+    }
+  });
+
+  model.on("change:turns", drawTurns);
+  model.on("change:live", drawLive);
+  model.on("change:status", drawStatus);
+  model.on("change:busy", drawStatus);
+  model.on("change:approvals", drawApprovals);
+  model.on("change:send_on", drawPlaceholder);
+  model.on("change:height", drawPlaceholder);
+  model.on("msg:custom", onMessage);
+  model.on("change:recent", drawRecent);
+  model.on("change:always_allowed", drawTrusted);
+  model.on("change:conversation_id", drawRecent);
+
+  drawPlaceholder();
+  drawRecent();
+  drawTrusted();
+  drawTurns();
+  drawLive();
+  drawStatus();
+  drawApprovals();
+
+  return () => {
+    model.off("change:turns", drawTurns);
+    model.off("change:live", drawLive);
+    model.off("change:status", drawStatus);
+    model.off("change:busy", drawStatus);
+    model.off("change:approvals", drawApprovals);
+    model.off("change:send_on", drawPlaceholder);
+    model.off("change:height", drawPlaceholder);
+    model.off("msg:custom", onMessage);
+    model.off("change:recent", drawRecent);
+    model.off("change:always_allowed", drawTrusted);
+    model.off("change:conversation_id", drawRecent);
+  };
+}
+
+export default { render };

@@ -1,0 +1,53 @@
+"""A stored conversation as the chat's turns: what the page draws after a restart.
+
+Each user message and the assistant message after it make one turn, drawn with
+the same round panels and answer as a live run (everything escaped by
+:mod:`nbagent.render`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..messages import Conversation, Message
+from ..render import escape, render_markdown, render_round_html
+from ..render.css import wrap
+
+
+def user_html(prompt: str) -> str:
+    """The user's message, as every turn starts."""
+    return (
+        f'<div class="nbagent-user"><div class="nbagent-user-label">You</div>{escape(prompt)}</div>'
+    )
+
+
+def stored_turn(prompt: str, reply: Message | None) -> dict[str, Any]:
+    """One turn from history: ``{"prompt", "html"}`` like a live turn's state."""
+    parts = ['<div class="nbagent-turn">', user_html(prompt)]
+    if reply is not None:
+        body = [render_round_html(r, i) for i, r in enumerate(reply.rounds or [])]
+        body.append(f'<div class="nba-answer">{render_markdown(reply.content)}</div>')
+        footer = [reply.model or ""]
+        if reply.stop_reason and reply.stop_reason not in ("complete", "end_turn", "stop"):
+            footer.append(f"stopped: {reply.stop_reason}")
+        body.append(f'<div class="nba-footer">{escape(" · ".join(f for f in footer if f))}</div>')
+        parts.append(wrap("".join(body)))
+    parts.append("</div>")
+    return {"prompt": prompt, "html": "".join(parts)}
+
+
+def turns_of(conversation: Conversation) -> list[dict[str, Any]]:
+    """Every turn of ``conversation``, oldest first (a user message without a reply too)."""
+    turns: list[dict[str, Any]] = []
+    prompt: str | None = None
+    for message in conversation.messages:
+        if message.role == "user":
+            if prompt is not None:
+                turns.append(stored_turn(prompt, None))
+            prompt = message.content
+        elif message.role == "assistant":
+            turns.append(stored_turn(prompt or "", message))
+            prompt = None
+    if prompt is not None:
+        turns.append(stored_turn(prompt, None))
+    return turns

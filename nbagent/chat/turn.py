@@ -1,0 +1,113 @@
+"""One user message and the agent's reply: the live driver's sink for one turn."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..kernel.prompt import Interpolated
+from ..live import UPDATE_INTERVAL, LiveRun
+from ..messages import ToolCall
+from ..render import Transcript, escape
+from ..results import RunResult
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..tools import Tool
+
+
+class TurnHost(Protocol):
+    """What a turn needs from the widget showing it (:class:`~nbagent.chat.ChatWidget`)."""
+
+    agent: Agent
+    live: dict[str, Any]
+    status: str
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]: ...  # noqa: D102
+
+    def _is_current(self, turn: Turn) -> bool: ...
+
+    async def _ask_user(self, call: ToolCall) -> tuple[bool, str]: ...
+
+    def _turn_finished(self, turn: Turn, error: BaseException | None) -> None: ...
+
+
+class Turn:
+    """A turn of the chat, drawn into the widget's ``live`` state while it runs.
+
+    Its HTML is made of the same panels as ``%%agent`` (the transcript escapes
+    everything the model and the tools produced), so the front end can set it as
+    markup. A turn dropped by New chat keeps running to its (cancelled) end but no
+    longer touches the widget.
+    """
+
+    interval = UPDATE_INTERVAL
+
+    def __init__(self, chat: TurnHost, prompt: str, fields: Interpolated | None = None) -> None:
+        self.chat = chat
+        self.prompt = prompt
+        self.note = fields.summary() if fields is not None else None
+        """What was sent in place of shortened ``{name}`` values, shown under the message."""
+        sent = fields.text if fields is not None else prompt
+        overrides = {"attachments": fields.images} if fields is not None and fields.images else {}
+        self.run = LiveRun(chat.agent, sent, self, overrides=overrides)
+        self.error: str | None = None
+        self._status = ""
+
+    @property
+    def transcript(self) -> Transcript:
+        """The run's live transcript."""
+        return self.run.transcript
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result once it has ended."""
+        return self.run.result
+
+    def html(self) -> str:
+        """The whole turn as HTML: the user's message, then the run's panels."""
+        parts = [
+            '<div class="nbagent-turn">',
+            '<div class="nbagent-user"><div class="nbagent-user-label">You</div>',
+            escape(self.prompt),
+            "</div>",
+        ]
+        if self.note:
+            parts.append(f'<div class="nbagent-sent-note">{escape(self.note)}</div>')
+        parts.append(self.transcript.html())
+        if self.error:
+            parts.append(f'<div class="nbagent-chat-error">{escape(self.error)}</div>')
+        parts.append("</div>")
+        return "".join(parts)
+
+    def state(self) -> dict[str, Any]:
+        """What the front end draws: the prompt (for Up-to-edit) and the HTML."""
+        return {"prompt": self.prompt, "html": self.html()}
+
+    # -- the sink ----------------------------------------------------------------------
+
+    def start(self, transcript: Transcript) -> None:
+        """The run began: show the turn."""
+        if self.chat._is_current(self):
+            self.chat.live = self.state()
+
+    def update(self, transcript: Transcript) -> None:
+        """New text or a new status (throttled by the driver): redraw the live turn."""
+        if not self.chat._is_current(self):
+            return  # new_chat() dropped this turn: finish quietly
+        # The run's status line; "Waiting for approval" stays while a question is open.
+        if transcript.status and transcript.status != self._status:
+            self._status = transcript.status
+            if not self.chat.pending_approvals:
+                self.chat.status = transcript.status
+        self.chat.live = self.state()
+
+    async def ask(self, call: ToolCall, tool: Tool) -> tuple[bool, str]:
+        """A call needs consent: wait for the user's answer in the widget."""
+        return await self.chat._ask_user(call)
+
+    def finish(self, transcript: Transcript, *, error: BaseException | None) -> None:
+        """The run ended: hand the turn to the widget's finished turns."""
+        if not self.chat._is_current(self):
+            return
+        self.chat._turn_finished(self, error)

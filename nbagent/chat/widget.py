@@ -1,0 +1,441 @@
+"""ChatWidget: a chat panel for an Agent, an anywidget with an ES module front end.
+
+The Python object holds the state the page draws (synced traits): the finished
+turns, the turn being streamed (``live``), the status line, whether a reply is
+running, and the calls waiting for approval. Because the page draws from these
+traits, reloading the page with the kernel alive shows the whole chat, including
+a run still streaming.
+
+The front end (``chat.js``) owns the keys: Enter sends, Shift+Enter adds a
+newline, Up in an empty box brings back the last message, Esc stops. Every key
+and button sends one message (``{"kind": "submit", "text": ...}``) that calls the
+public method of the same name here; tests and scripts drive the widget through
+those methods.
+
+Generation runs as an ``asyncio`` task on the kernel's own event loop, driven by
+the same live-run driver as ``%%agent`` (:class:`nbagent.live.LiveRun`): the
+throttle, the approval bridge, Stop and the stop text are the cell's. The kernel
+keeps handling widget messages while the model streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ..agent import Agent
+from ..errors import ConfigError
+from ..kernel import current_view
+from ..kernel.display import code_html, code_of
+from ..kernel.errors import last_error_text
+from ..kernel.prompt import Interpolated, PromptError, interpolate_prompt
+from ..live import stop_text
+from ..messages import ToolCall
+from ..render import APPROVAL_LIMIT, call_signature
+from ..results import RunResult
+from ..store import Store, resolve_store
+from .history import turns_of
+from .turn import Turn
+from .twin import StaticTwin
+
+__all__ = ["ChatWidget"]
+
+_HERE = Path(__file__).parent
+_SEND_KEYS = ("enter", "shift-enter")
+
+
+class ChatWidget(anywidget.AnyWidget):
+    """A chat panel for an :class:`~nbagent.Agent`.
+
+    Example::
+
+        chat = ChatWidget(model="openai:gpt-4o-mini", tools=[lookup])
+        chat                      # shows the panel; type and press Enter
+        chat.submit("Hi")         # the same as typing "Hi" and pressing Enter
+
+    Args:
+        agent: the agent to chat with; when None one is built from ``agent_options``
+            (the arguments of :class:`~nbagent.Agent`: ``model``, ``tools``, ``system``...).
+        conversation: the id (or a unique prefix) of a stored conversation to open,
+            e.g. after a kernel restart; the agent continues it.
+        send_on: ``"enter"`` (Enter sends, Shift+Enter starts a new line) or
+            ``"shift-enter"`` (the reverse). Ctrl/Cmd+Enter always sends.
+        height: CSS max-height of the transcript, which scrolls.
+
+    Tools with ``requires_approval=True`` get Approve/Deny buttons while their
+    call waits; :meth:`approve`, :meth:`allow_for_run` and :meth:`deny` do the
+    same from Python.
+    """
+
+    _esm = _HERE / "chat.js"
+    _css = _HERE / "chat.css"
+
+    turns = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """Finished turns, oldest first: ``{"prompt": str, "html": str}`` each."""
+    live = traitlets.Dict().tag(sync=True)
+    """The turn being generated (same shape as a finished turn), or ``{}``."""
+    status = traitlets.Unicode("Ready").tag(sync=True)
+    busy = traitlets.Bool(False).tag(sync=True)
+    """True while a reply is being generated."""
+    approvals = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """Calls waiting for an answer: ``{"id", "question", "code_html"}`` each."""
+    recent = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """Recent stored conversations to reopen: ``{"id", "title", "updated"}`` each."""
+    conversation_id = traitlets.Unicode("").tag(sync=True)
+    """The id of the conversation shown (the history store's)."""
+    always_allowed = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """Tools this conversation runs without asking ("Always allow"), shown; revocable."""
+    send_on = traitlets.Unicode("enter").tag(sync=True)
+    height = traitlets.Unicode("520px").tag(sync=True)
+
+    def __init__(
+        self,
+        agent: Agent | None = None,
+        *,
+        conversation: str | None = None,
+        send_on: str = "enter",
+        height: str = "520px",
+        **agent_options: Any,
+    ) -> None:
+        if send_on not in _SEND_KEYS:
+            raise ValueError(f"send_on must be one of {_SEND_KEYS}, not {send_on!r}")
+        if agent is not None and agent_options:
+            raise TypeError(
+                "pass either an Agent or Agent options "
+                f"({', '.join(sorted(agent_options))}), not both"
+            )
+        super().__init__(send_on=send_on, height=height)
+        if agent is None:
+            agent = (
+                Agent(**agent_options)
+                if conversation is None
+                else Agent.resume(conversation, **agent_options)
+            )
+        elif conversation is not None:
+            agent.conversation = _store_of(agent).load(conversation)
+        self.agent = agent
+        self.history: list[Turn] = []
+        """Every turn of this chat, the one being generated last."""
+        self.task: asyncio.Task[RunResult | None] | None = None
+        self.last_result: RunResult | None = None
+        self._pending: dict[str, tuple[ToolCall, asyncio.Future[bool]]] = {}
+        self._allowed_this_run: set[str] = set()
+        self._always: dict[str, list[str]] = {}  # conversation id -> tools always allowed
+        self.twin = StaticTwin()
+        """The static HTML transcript shown next to the widget for viewers without a kernel."""
+        self.on_msg(self._on_front_end_message)
+        self._show_conversation(recent=conversation is not None)
+
+    @classmethod
+    def resume(cls, conversation_id: str | None = None, **options: Any) -> ChatWidget:
+        """A chat continuing a stored conversation (the latest one when no id is given).
+
+        ``options`` are :class:`ChatWidget`'s and :class:`~nbagent.Agent`'s (``store``,
+        ``tools``, ``model``...); the model defaults to the one the conversation used.
+        """
+        return cls(conversation=conversation_id or _latest_id(options), **options)
+
+    def _ipython_display_(self, **kwargs: Any) -> None:
+        """Show the widget and, next to it, its static HTML twin (see :mod:`.twin`)."""
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_(**kwargs)  # anywidget: (data, metadata)
+        if bundle is not None:
+            display(bundle[0], metadata=bundle[1], raw=True)
+        self.twin.show(self.turns)
+
+    def __repr__(self) -> str:
+        return f"ChatWidget(agent={self.agent!r}, turns={len(self.history)}, busy={self.busy})"
+
+    # -- public API (each key and button calls one of these) ------------------------
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]:
+        """Calls waiting for :meth:`approve` or :meth:`deny`, oldest first."""
+        return [call for call, _future in self._pending.values()]
+
+    @property
+    def transcript_html(self) -> str:
+        """The whole transcript as the page draws it, the live turn included."""
+        return "".join(t["html"] for t in [*self.turns, self.live] if t)
+
+    def submit(self, text: str) -> asyncio.Task[RunResult | None] | None:
+        """Send ``text`` as the next user message (what Enter and Send do).
+
+        Returns the generation task (``await`` it for the RunResult), or None when
+        ``text`` is blank or names an undefined ``{name}`` (the status says which).
+        Raises RuntimeError while a reply is still being generated.
+        """
+        if self.busy:
+            raise RuntimeError("ChatWidget is still answering; call stop() first")
+        text = text.strip()
+        if not text:
+            return None
+        fields = _interpolate(text)
+        if isinstance(fields, str):  # a {name} that is not defined: say so, send nothing
+            self.status = fields
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "ChatWidget.submit needs a running event loop (a Jupyter kernel or an "
+                "async function); in a plain script use Agent.run_sync"
+            ) from None
+        turn = Turn(self, text, fields)
+        self._allowed_this_run.clear()
+        self.history.append(turn)
+        self.live = turn.state()
+        self.busy = True
+        self.status = "Sending…"
+        self.task = loop.create_task(self._generate(turn))
+        return self.task
+
+    def stop(self) -> None:
+        """Stop the reply being generated (Stop, or Esc in the page).
+
+        The partial reply stays, marked cancelled; the conversation stays valid for the
+        next message.
+        """
+        if not self.busy or not self.history:
+            return
+        self.status = "Stopping…"
+        self.history[-1].run.cancel()
+        # A call waiting for approval is cancelled with the run; drop its buttons now.
+        self._clear_approvals()
+
+    def approve(self, call_id: str) -> None:
+        """Let the waiting call ``call_id`` run once (its Approve button)."""
+        self._decide(call_id, True)
+
+    def allow_for_run(self, call_id: str) -> None:
+        """Approve ``call_id`` and every later call of the same tool in this run."""
+        entry = self._pending.get(call_id)
+        if entry is not None:
+            self._allowed_this_run.add(entry[0].name)
+        self._decide(call_id, True)
+
+    def always_allow(self, call_id: str) -> None:
+        """Approve ``call_id`` and every later call of its tool in this conversation.
+
+        The tool is listed in the panel (``always_allowed``) until :meth:`revoke`.
+        """
+        entry = self._pending.get(call_id)
+        if entry is not None and entry[0].name not in self.always_allowed:
+            self.always_allowed = [*self.always_allowed, entry[0].name]
+            self._always[self.agent.conversation.id] = list(self.always_allowed)
+        self._decide(call_id, True)
+
+    def revoke(self, tool_name: str) -> None:
+        """Ask again before ``tool_name`` runs (undoes :meth:`always_allow`)."""
+        self.always_allowed = [name for name in self.always_allowed if name != tool_name]
+        self._always[self.agent.conversation.id] = list(self.always_allowed)
+
+    def deny(self, call_id: str) -> None:
+        """Refuse the waiting call ``call_id`` (its Deny button); the model sees an error."""
+        self._decide(call_id, False)
+
+    def open_conversation(self, conversation_id: str) -> None:
+        """Show the stored conversation ``conversation_id`` (a unique prefix will do).
+
+        Any reply being generated is stopped; the next message continues the opened
+        conversation. The list of recent chats in the page calls this.
+        """
+        conversation = _store_of(self.agent).load(conversation_id)
+        self._drop_run()
+        self.agent.conversation = conversation
+        self._show_conversation(recent=True)
+        self.status = "Ready"
+
+    def refresh_recent(self) -> None:
+        """Reread the list of recent conversations from the history store."""
+        store = self.agent.store
+        rows = store.conversations(limit=12) if store is not None else []
+        self.recent = [
+            {"id": r["id"], "title": r["title"] or "(untitled)", "updated": str(r["updated"])}
+            for r in rows
+        ]
+
+    def new_chat(self) -> None:
+        """Stop any reply, clear the transcript and start a fresh conversation."""
+        # The old task still finishes its cancelled run (quickly), but it no longer
+        # touches the widget: _is_current() is false once the task is detached.
+        self._drop_run()
+        self.agent.reset()
+        self._show_conversation()
+        self.status = "New chat"
+
+    def _drop_run(self) -> None:
+        """Stop the reply being generated and let it finish without touching the widget."""
+        self.stop()
+        self.task = None
+        self._clear_approvals()
+        self.history = []
+        self.last_result = None
+        self.busy = False
+
+    def _show_conversation(self, *, recent: bool = False) -> None:
+        """Draw the agent's conversation (from history), and the recent list if asked.
+
+        The list is read when the page opens it, so a new chat touches no history
+        file before its first message.
+        """
+        with self.hold_sync():
+            self.turns = turns_of(self.agent.conversation)
+            self.live = {}
+            self.conversation_id = self.agent.conversation.id
+            self.always_allowed = self._always.get(self.conversation_id, [])
+            if recent:
+                self.refresh_recent()
+        self.twin.update(self.turns)
+
+    # -- the front end's messages --------------------------------------------------
+
+    def _on_front_end_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """Run the method a key or button in the page asked for."""
+        if not isinstance(content, dict):
+            return
+        kind = content.get("kind")
+        if kind == "submit":
+            self._submit_from_page(str(content.get("text", "")))
+        elif kind == "stop":
+            self.stop()
+        elif kind == "new_chat":
+            self.new_chat()
+        elif kind == "open":
+            self.open_conversation(str(content.get("id", "")))
+        elif kind == "refresh_recent":
+            self.refresh_recent()
+        elif kind == "revoke":
+            self.revoke(str(content.get("tool", "")))
+        elif kind in ("approve", "allow_for_run", "always_allow", "deny"):
+            call_id = str(content.get("id", ""))
+            if call_id in self._pending:  # a second click on a decided call does nothing
+                getattr(self, kind)(call_id)
+
+    def _submit_from_page(self, text: str) -> None:
+        """Enter or Send: submit; when that cannot happen, give the text back to the box."""
+        if self.busy:
+            self.status = "Still answering: press Stop first"
+            self.send({"kind": "restore", "text": text})
+            return
+        if self.submit(text) is None and text.strip():
+            self.send({"kind": "restore", "text": text})
+
+    # -- generation ----------------------------------------------------------------
+
+    async def _generate(self, turn: Turn) -> RunResult | None:
+        """Run one turn through the live driver; a failed run is shown, not raised."""
+        try:
+            return await turn.run.run_async()
+        except Exception:  # a provider error: the turn shows it, the widget stays usable
+            return turn.result
+
+    def _is_current(self, turn: Turn) -> bool:
+        """True while ``turn`` is the one being generated (not dropped by new_chat)."""
+        return bool(self.history) and self.history[-1] is turn and self.task is not None
+
+    def _turn_finished(self, turn: Turn, error: BaseException | None) -> None:
+        """The turn's run ended: move it to the finished turns, say how it ended."""
+        self._clear_approvals()
+        result = turn.result
+        self.last_result = result
+        if error is not None:
+            turn.error = f"{type(error).__name__}: {error}"
+            self.status = "Error"
+        elif result is not None:
+            self.status = stop_text(result)
+        # One state message for the three traits: the page never sees the turn twice.
+        with self.hold_sync():
+            self.turns = [*self.turns, turn.state()]
+            self.live = {}
+            self.busy = False
+            self.conversation_id = self.agent.conversation.id
+        self.twin.update(self.turns)
+
+    # -- approval ------------------------------------------------------------------
+
+    async def _ask_user(self, call: ToolCall) -> tuple[bool, str]:
+        """Wait for Approve/Deny (buttons or methods) on ``call``."""
+        if call.name in self._allowed_this_run:
+            return True, "user (allowed for this run)"
+        if call.name in self.always_allowed:
+            return True, "user (always allowed in this chat)"
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._pending[call.id] = (call, future)
+        self.approvals = [*self.approvals, _approval_state(call)]
+        self.status = f"Waiting for approval: {call.name}"
+        try:
+            approved = await future
+        finally:
+            self._remove_approval(call.id)
+        self.status = f"{'Approved' if approved else 'Denied'}: {call.name}"
+        return approved, "user"
+
+    def _decide(self, call_id: str, approved: bool) -> None:
+        entry = self._pending.get(call_id)
+        if entry is None:
+            waiting = ", ".join(self._pending) or "none"
+            raise KeyError(f"no call {call_id!r} is waiting for approval (waiting: {waiting})")
+        future = entry[1]
+        if not future.done():
+            future.set_result(approved)
+        self._remove_approval(call_id)
+
+    def _remove_approval(self, call_id: str) -> None:
+        if self._pending.pop(call_id, None) is not None:
+            self.approvals = [a for a in self.approvals if a["id"] != call_id]
+
+    def _clear_approvals(self) -> None:
+        for _call, future in self._pending.values():
+            if not future.done():
+                future.cancel()
+        self._pending.clear()
+        self.approvals = []
+
+
+def _store_of(agent: Agent) -> Store:
+    if agent.store is None:
+        raise ConfigError("opening a stored conversation needs history (the agent has store=None)")
+    return agent.store
+
+
+def _latest_id(options: dict[str, Any]) -> str:
+    """The latest stored conversation's id, in the store ``options`` name."""
+    store = resolve_store(options.get("store", "default"), options.get("env"))
+    if store is None:
+        raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
+    return store.resolve_id(None)
+
+
+def _approval_state(call: ToolCall) -> dict[str, str]:
+    """What the page shows for a waiting call.
+
+    A plain-text question, and for ``run_python`` the whole code, highlighted
+    (escaped HTML).
+    """
+    code = code_of(call)
+    if code is None:
+        question = f"Allow {call_signature(call, limit=APPROVAL_LIMIT)}?"
+        return {"id": call.id, "tool": call.name, "question": question, "code_html": ""}
+    question = f"Allow {call.name} to run this code?"
+    return {"id": call.id, "tool": call.name, "question": question, "code_html": code_html(code)}
+
+
+def _interpolate(text: str) -> Interpolated | str:
+    """``{name}`` fields from the kernel's namespace (an error message if one is undefined)."""
+    from IPython.core.getipython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or "{" not in text:
+        return Interpolated(text)
+    try:
+        return interpolate_prompt(
+            text, shell.user_ns, last_error=lambda: last_error_text(current_view(shell))
+        )
+    except PromptError as exc:
+        return str(exc)
