@@ -63,7 +63,7 @@ class Agent:
         temperature: float | None = None,
         output_type: Any = None,
         send_images: bool = True,
-        text_tool_calls: bool = True,
+        text_tool_calls: bool | None = None,
         status_model: str | Provider | None = None,
         strict: bool = False,
         approver: Approver | None = None,
