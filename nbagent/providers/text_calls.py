@@ -113,6 +113,7 @@ class TextCallScanner:
         self._pending: list[tuple[list[ToolCall], str]] = []  # call blocks, if nothing follows
         self._pending_space = ""  # whitespace after them
         self._after_think = False  # strip the whitespace that starts the answer
+        self._dropped = False  # a call block was left out (tools forbidden)
 
     # -- feeding -------------------------------------------------------------------
 
@@ -263,7 +264,10 @@ class TextCallScanner:
             return raw
         marked = opener in _MARKED
         if self.forbidden:
-            return "" if marked else raw  # tools are forbidden: the markup is not the answer
+            if not marked:
+                return raw
+            self._dropped = True  # tools are forbidden: the markup is not the answer
+            return ""
         offered = all(call.name in self.names for call in calls)
         if not position_ok or not (marked or offered) or self._is_quoted(inner):
             return raw
@@ -310,7 +314,7 @@ class TextCallScanner:
             self._space += text
             text = ""
         if final:
-            if not self.calls:
+            if not self.calls and not self._dropped:
                 text += self._space
             self._space = ""
         return text
