@@ -250,11 +250,7 @@ class TextCallScanner:
 
     def _prose_before(self, out: list[str]) -> bool:
         """Whether answer text came before this point (released, held or pending)."""
-        return (
-            not self._at_start
-            or bool(self._pending)
-            or any(piece.strip() for piece in out)
-        )
+        return not self._at_start or bool(self._pending) or any(piece.strip() for piece in out)
 
     def _decide(self, opener: str, inner: str, closer: str, *, position_ok: bool = True) -> str:
         """A call block held as pending (calls if nothing follows it), or its text."""

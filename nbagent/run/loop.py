@@ -37,6 +37,9 @@ logger = logging.getLogger("nbagent")
 
 __all__ = ["Run", "strict_from_env"]
 
+BUDGETS: tuple[StopReason, ...] = ("token_budget", "cost_budget")
+"""Budgets that end a run with one last request for the answer, within what is left."""
+
 
 def strict_from_env() -> bool:
     """``NBAGENT_STRICT=1``: every run is strict (a failing tool raises ToolError)."""
@@ -200,8 +203,8 @@ class Run:
             if forced is None and round_index >= settings.max_rounds:
                 forced = "max_rounds"
             request = steps.next_request(forced=forced)
-            if request is None and forced is None and steps.stop_reason == "token_budget":
-                forced = "token_budget"  # one last request asks for the answer
+            if request is None and forced is None and steps.stop_reason in BUDGETS:
+                forced = steps.stop_reason  # one last request asks for the answer
                 request = steps.next_request(forced=forced)
             if request is None:
                 return  # steps.stop_reason says why
@@ -214,6 +217,10 @@ class Run:
                 self._emit(Status(row.status or ""))
             started = time.perf_counter()
             reply = await self._request(request, round_index)
+            if reply.truncated:  # the budget's output cap cut the stream: that is the answer
+                self._stop_reason = self._stop_reason or forced or steps.cap_reason
+                self._finish(reply)
+                return
             if forced or not reply.calls:
                 if forced and not reply.text.strip():
                     reply.text = (

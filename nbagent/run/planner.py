@@ -31,6 +31,9 @@ class RequestPlanner:
         self.window = settings.context_window or context_window(provider)
         self.last_estimate = 0
         self.overflow = False
+        self.output_cap: int | None = None
+        """The output tokens ``max_total_tokens`` leaves the last built request (None: no
+        budget); a stream that passes it is cut (:func:`nbagent.run.steps.send_request`)."""
 
     def build(
         self,
@@ -61,6 +64,7 @@ class RequestPlanner:
             text_tool_calls=settings.text_tool_calls,
         )
         budget = settings.max_total_tokens
+        self.output_cap = None
         limit = None
         if self.window is not None:
             # Room for the answer: what max_output_tokens asks, or an eighth of the window.
@@ -81,10 +85,12 @@ class RequestPlanner:
             left = budget - spent
             if not forced and 2 * (estimate + FINAL_OUTPUT_TOKENS) > left:
                 return None  # another round would leave no room for the final answer
-            # Never exceed the budget: the output may use only what the input leaves.
-            room = left - estimate
+            # Never exceed the budget: the output may use only what the input leaves, and
+            # a round's reply leaves room for the final request (its input and an answer).
+            room = left - estimate - (0 if forced else estimate + FINAL_OUTPUT_TOKENS)
             cap = settings.max_output_tokens
             request.max_output_tokens = room if cap is None else min(cap, room)
+            self.output_cap = room
         self.last_estimate = estimate
         if request.messages is not conversation.messages:
             logger.info("request compacted to fit: about %d input tokens", estimate)

@@ -91,9 +91,7 @@ async def test_a_real_text_call_still_runs(wire_server: WireServer) -> None:
 
 async def test_the_per_agent_switch_turns_recognition_off(wire_server: WireServer) -> None:
     wire_server.add(OpenAI.text_stream(BLOCK))
-    agent = http_agent(
-        "openai:qwen", wire_server, api_key=None, tools=TOOLS, text_tool_calls=False
-    )
+    agent = http_agent("openai:qwen", wire_server, api_key=None, tools=TOOLS, text_tool_calls=False)
     result = await agent.run("Clean my home folder")
     assert deleted == [] and result.output == BLOCK
 
