@@ -286,8 +286,7 @@ class Run:
                 raise
             # A model without tool support: answer in text instead of failing the cell.
             logger.warning("%s; retrying once without tools", error)
-            steps.tools_refused = True
-            steps.notes.append(statuses.TOOLS_REFUSED_NOTE)
+            steps.refuse_tools()
             self._emit(Status("This model does not support tools; answering without them…"))
             request = dataclasses.replace(request, tools=[], tool_choice="auto")
             reply = await self._send(request, round_index)
@@ -388,7 +387,16 @@ class Run:
 
 
 def _refuses_tools(error: ProviderError) -> bool:
-    """A 400 saying the model cannot take tools (Ollama, some compatible servers)."""
+    """The server saying this model cannot take tools.
+
+    Ollama and compatible servers answer 400 ("does not support tools"); llama.cpp's
+    server without ``--jinja`` answers 500 or 400 ("tools param requires --jinja
+    flag"); OpenRouter answers 404 ("No endpoints found that support tool use").
+    """
     text = error.message.lower()
+    if "--jinja" in text and error.status in (400, 500):
+        return True
+    if error.status == 404:
+        return "tool" in text and "support" in text and "endpoint" in text
     refused = "support" in text or "not allowed" in text or "enable-auto-tool-choice" in text
     return error.status == 400 and "tool" in text and refused

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -52,6 +53,7 @@ from ..results import RunResult
 from ..tools import Tool, execute_round, wrap_call
 from .planner import FINAL_OUTPUT_TOKENS, RequestPlanner
 from .settings import RunInputs, RunSettings
+from .status import TOOLS_REFUSED_NOTE
 from .stops import STOPS, StopReason, stop_reason_words
 
 if TYPE_CHECKING:
@@ -73,6 +75,10 @@ BYTES_PER_TOKEN = 3
 """The high-side estimate of output tokens: UTF-8 bytes / 3 (as ``run.budget`` does for input)."""
 
 ESTIMATED_NOTE = "tokens estimated: the server reported no usage"
+
+_REFUSED_TOOLS: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Providers whose model refused tools: their later runs send none (a new model or
+``use_model`` builds a new provider, which tries again)."""
 
 ProgressCallback = Callable[[ToolCall, str, "float | None"], None]
 Listener = Callable[[Event], None]
@@ -222,6 +228,13 @@ class RunSpec:
         return self.model_label or f"{self.provider.name}:{self.provider.model}"
 
 
+def _refused_before(provider: Provider) -> bool:
+    try:
+        return provider in _REFUSED_TOOLS
+    except TypeError:  # an unhashable provider is never remembered
+        return False
+
+
 class Steps:
     """One run, a step at a time: its state, and the one place its requests are assembled.
 
@@ -255,9 +268,12 @@ class Steps:
         """Why :meth:`next_request` returned None, or why the run stopped."""
         self.pending_round: ToolRound | None = None
         """A round whose calls are running (given "not run" results if the run ends)."""
-        self.tools_refused = False
-        """The model refused tools: later requests go without them."""
+        self.tools_refused = _refused_before(self.provider)
+        """The model refused tools (in this run or an earlier one of the same provider
+        object, that is the agent's next run): requests go without them."""
         self.notes: list[str] = []
+        if self.tools_refused and self.specs:
+            self.notes.append(TOOLS_REFUSED_NOTE)
         self.output_cap: int | None = None
         """The output tokens the budgets leave the next request (its stream is cut past it)."""
         self.cap_reason: StopReason | None = None
@@ -275,6 +291,19 @@ class Steps:
         user = Message("user", spec.prompt, images=list(spec.inputs.attachments))
         spec.conversation.messages += [user, self.message]
         self.emit(RunStarted(spec.prompt, self.model, spec.conversation.id))
+
+    def refuse_tools(self) -> None:
+        """The model refused tools: later requests go without them, in later runs too.
+
+        Remembered per provider object (the agent's), not per model name.
+        """
+        self.tools_refused = True
+        try:
+            _REFUSED_TOOLS.add(self.provider)
+        except TypeError:  # an unhashable or non-weakrefable provider: this run only
+            pass
+        if TOOLS_REFUSED_NOTE not in self.notes:
+            self.notes.append(TOOLS_REFUSED_NOTE)
 
     @property
     def rounds(self) -> list[ToolRound]:
