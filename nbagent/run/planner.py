@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 from ..messages import Conversation, ToolSpec, Usage
 from ..providers.base import ModelRequest, Provider
@@ -27,6 +28,7 @@ class RequestPlanner:
 
     def __init__(self, settings: RunSettings, provider: Provider) -> None:
         self.settings = settings
+        self.provider = provider
         self.meter = TokenMeter()
         self.window = settings.context_window or context_window(provider)
         self.last_estimate = 0
@@ -95,6 +97,29 @@ class RequestPlanner:
         if request.messages is not conversation.messages:
             logger.info("request compacted to fit: about %d input tokens", estimate)
         return request
+
+    def cost_cap(
+        self, request: ModelRequest, spent: float, *, forced: bool
+    ) -> tuple[int | None, str]:
+        """The output tokens ``max_cost`` pays for in ``request`` (None: none), and why not.
+
+        A round's request keeps the price of the final one (its input and a short answer)
+        in reserve, as the token budget does; the final request may use what is left.
+        """
+        from ..cost import affordable_output, budget_note, output_price
+
+        budget = self.settings.max_cost
+        assert budget is not None
+        tokens = self.meter.estimate(request)
+        afford, input_cost = affordable_output(self.provider, budget, spent, tokens)
+        per_token = output_price(self.provider) or 0.0
+        final_cost = input_cost + FINAL_OUTPUT_TOKENS * per_token
+        note = budget_note(budget, spent, input_cost, tokens)
+        if (not forced and 2 * final_cost > budget - spent) or afford < FINAL_OUTPUT_TOKENS:
+            return None, note
+        if not forced and per_token:
+            afford -= math.ceil(final_cost / per_token)
+        return afford, note
 
     def learn(self, request: ModelRequest, usage: Usage) -> None:
         """Scale later estimates by the provider's count of this request."""

@@ -51,7 +51,7 @@ from ..providers.base import (
 )
 from ..results import RunResult
 from ..tools import Tool, execute_round, wrap_call
-from .planner import FINAL_OUTPUT_TOKENS, RequestPlanner
+from .planner import RequestPlanner
 from .settings import RunInputs, RunSettings
 from .status import TOOLS_REFUSED_NOTE
 from .stops import STOPS, StopReason, stop_reason_words
@@ -547,29 +547,13 @@ class Steps:
         self.pending_round = None
 
     def _fit_cost(self, request: ModelRequest, forced: StopReason | None) -> bool:
-        """Cap ``request``'s output by what ``max_cost`` leaves (False: it does not fit).
-
-        A round's request leaves room for the final one (its input and a short answer),
-        as the token budget does; the final request may use what is left.
-        """
-        from ..cost import affordable_output, budget_note, output_price
-
-        budget = self.settings.max_cost
-        assert budget is not None
-        tokens = self.planner.meter.estimate(request)
+        """Cap ``request``'s output by what ``max_cost`` leaves (False: it does not fit)."""
         spent = self.usage.cost or 0.0
-        afford, input_cost = affordable_output(self.provider, budget, spent, tokens)
-        per_token = output_price(self.provider) or 0.0
-        final_cost = input_cost + FINAL_OUTPUT_TOKENS * per_token
-        left = budget - spent
-        reserve_hit = forced is None and 2 * final_cost > left
-        if reserve_hit or afford < FINAL_OUTPUT_TOKENS:
+        afford, note = self.planner.cost_cap(request, spent, forced=forced is not None)
+        if afford is None:
             # The answer unless a final request (the loop sends one when it fits) replaces it.
-            note = budget_note(budget, spent, input_cost, tokens)
             self.message.content = note + ("\n" + self.gathered_summary() if self.rounds else "")
             return False
-        if forced is None and per_token:  # keep the final request's price in reserve
-            afford -= math.ceil(final_cost / per_token)
         cap = request.max_output_tokens
         request.max_output_tokens = afford if cap is None else min(cap, afford)
         if self.output_cap is None or afford < self.output_cap:
