@@ -309,6 +309,7 @@ class Agent:
             plan.inputs,
             model_label=self.model,
             listeners=self._listeners(plan),
+            env=self._provider_options.get("env"),
         )
 
     def _listeners(self, plan: _RunPlan) -> list[Callable[[Event], None]]:

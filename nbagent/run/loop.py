@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 
 from .._internal.deadline import context_with_deadline
 from ..errors import ProviderError, ToolError
@@ -41,9 +41,13 @@ BUDGETS: tuple[StopReason, ...] = ("token_budget", "cost_budget")
 """Budgets that end a run with one last request for the answer, within what is left."""
 
 
-def strict_from_env() -> bool:
-    """``NBAGENT_STRICT=1``: every run is strict (a failing tool raises ToolError)."""
-    return os.environ.get("NBAGENT_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
+def strict_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """``NBAGENT_STRICT=1`` in ``env`` (default: the process's): every run is strict.
+
+    A strict run raises ToolError for a failing tool.
+    """
+    value = (os.environ if env is None else env).get("NBAGENT_STRICT", "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
 
 
 class Run:
@@ -191,7 +195,7 @@ class Run:
         steps = self.steps
         assert steps is not None
         settings = self.settings
-        strict = settings.strict or strict_from_env()
+        strict = settings.strict or strict_from_env(self.spec.env)
         failed_rounds = 0  # consecutive rounds in which every call failed
         tool_only = 0  # consecutive rounds with calls and no text
         round_index = 0

@@ -221,6 +221,8 @@ class RunSpec:
     inputs: RunInputs = NO_INPUTS
     model_label: str | None = None
     listeners: Sequence[Listener] = ()
+    env: Mapping[str, str] | None = None
+    """Where ``NBAGENT_*`` settings are read (``Agent(env=...)``); None: the process's."""
 
     @property
     def label(self) -> str:
