@@ -62,3 +62,32 @@ def run_child(code: str, home: Path, *, deadline: float = 60.0) -> dict[str, Any
     assert done.returncode == 0 and lines, f"rc={done.returncode}\n{done.stdout}\n{done.stderr}"
     result: dict[str, Any] = json.loads(lines[-1])
     return result
+
+
+# --------------------------------------------------------------------------- families
+
+FAMILIES: dict[str, tuple[str, str]] = {
+    # issue 19, part B: family -> (test module, what an attacker or a careless server tries)
+    "quoted text runs a tool": (
+        "tests.hardening.test_quoted_calls",
+        "call markup in prose, a fenced example, an unclosed block, a quoted tool result "
+        "or prompt, a call to a tool not offered, the forced final answer, hosted OpenAI",
+    ),
+    "a budget passed by one reply": (
+        "tests.hardening.test_budgets_hold",
+        "a server ignoring max_tokens, one reporting no usage, a run at the cost cap",
+    ),
+    "compaction drops the current result": (
+        "tests.hardening.test_compaction_order",
+        "a small context window with older small talk and a fresh tool result",
+    ),
+    "tool refusals": (
+        "tests.hardening.test_tool_refusals",
+        "llama.cpp without --jinja (500/400), OpenRouter's 404, remembered next run",
+    ),
+    "seed edge cases": (
+        "tests.hardening.test_seed_edges",
+        "</think> at every chunk boundary, NBAGENT_STRICT in Agent(env=), invalid arguments",
+    ),
+}
+"""Fault families and the modules whose tests hold them (``pytest`` each module)."""
