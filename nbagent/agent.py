@@ -64,7 +64,7 @@ class Agent:
         temperature: float | None = None,
         output_type: Any = None,
         send_images: bool = True,
-        text_tool_calls: bool = True,
+        text_tool_calls: bool | None = None,
         status_model: str | Provider | None = None,
         strict: bool = False,
         approver: Approver | None = None,
@@ -316,6 +316,7 @@ class Agent:
             plan.inputs,
             model_label=self.model,
             listeners=self._listeners(plan),
+            env=self._provider_options.get("env"),
         )
 
     def _listeners(self, plan: _RunPlan) -> list[Callable[[Event], None]]:

@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
 from typing import Any
 
 from .errors import ConfigError
-from .messages import Message, ToolSpec, Usage
+from .messages import Usage
 from .providers import Provider, capabilities
 
 logger = logging.getLogger("nbagent")
-
-CHARS_PER_TOKEN = 4
-"""The estimate of a request's input tokens before it is sent: characters / 4."""
 
 _unknown: set[tuple[str, str]] = set()
 _missing_package = False
@@ -61,24 +57,6 @@ def require_price(provider: Provider) -> None:
         f"{provider.name}:{provider.model} (nbagent never guesses a price); "
         "use max_total_tokens instead"
     )
-
-
-def estimate_input_tokens(
-    system: str | None, messages: Iterable[Message], tools: Iterable[ToolSpec]
-) -> int:
-    """A rough count of a request's input tokens (characters / 4) before it is sent."""
-    import json
-
-    chars = len(system or "")
-    for message in messages:
-        chars += len(message.content)
-        for tool_round in message.rounds or []:
-            chars += len(tool_round.assistant_text or "")
-            chars += sum(len(json.dumps(c.arguments)) + len(c.name) for c in tool_round.calls)
-            chars += sum(len(r.content) for r in tool_round.results)
-    for spec in tools:
-        chars += len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters))
-    return chars // CHARS_PER_TOKEN + 1
 
 
 def format_cost(cost: float | None) -> str:
@@ -127,23 +105,34 @@ def _calc(
     return float(result.total_price)
 
 
-def budget_stop(
-    budget: float,
-    spent: float | None,
-    provider: Provider,
-    conversation: Any,
-    tools: list[ToolSpec],
-) -> str | None:
-    """Why the next request would pass ``max_cost`` (None: it fits).
+def output_price(provider: Provider) -> float | None:
+    """USD for one output token of ``provider``'s model, or None when the price is unknown."""
+    per_million = _calc(provider, 0, 1_000_000, None)
+    return None if per_million is None else per_million / 1_000_000
 
-    The request's price is estimated from its input (system, messages, tool specs).
+
+def affordable_output(
+    provider: Provider, budget: float, spent: float | None, input_tokens: int
+) -> tuple[int, float]:
+    """Output tokens ``budget`` pays for after a request's input, and that input's price.
+
+    The output tokens are never negative; a model whose price is unknown affords none
+    (``require_price`` refuses ``max_cost`` for it before a run starts).
     """
-    tokens = estimate_input_tokens(conversation.system, conversation.messages, tools)
-    estimate = input_price(provider, tokens) or 0.0
-    spent = spent or 0.0
-    if spent + estimate <= budget:
-        return None
+    input_cost = input_price(provider, input_tokens) or 0.0
+    per_token = output_price(provider)
+    left = budget - (spent or 0.0) - input_cost
+    if per_token is None or left <= 0:
+        return 0, input_cost
+    if per_token == 0:
+        return 1 << 30, input_cost  # a free model: only the token budget bounds it
+    return math.floor(left / per_token), input_cost
+
+
+def budget_note(budget: float, spent: float | None, input_cost: float, tokens: int) -> str:
+    """The answer when not even a short final answer fits in ``max_cost``."""
     return (
-        f"Stopped: the next request (about {format_cost(estimate)} for ~{tokens:,} "
-        f"input tokens) would exceed max_cost {format_cost(budget)} ({format_cost(spent)} spent)."
+        f"Stopped: the next request (about {format_cost(input_cost)} for ~{tokens:,} "
+        f"input tokens) would exceed max_cost {format_cost(budget)} "
+        f"({format_cost(spent or 0.0)} spent)."
     )

@@ -55,6 +55,10 @@ class Capabilities:
     """Whether tool results' images are sent; False: a text placeholder instead."""
     pricing_id: str | None = None
     """The provider id genai-prices knows this API's prices under; None: never priced."""
+    text_tool_calls: bool = False
+    """Tool calls written as text in the reply are recognised by default (servers that
+    may lack a tool-call parser: local and compatible servers; hosted APIs that call
+    natively declare False). ``Agent(text_tool_calls=...)`` overrides it."""
     tracing_name: str = ""
     """OpenTelemetry's ``gen_ai.provider.name`` (semantic conventions: "gcp.gemini"...);
     empty: the provider's own name."""
@@ -100,9 +104,10 @@ class ModelRequest:
     send_images: bool = True
     """False: tool results' images go as a text placeholder ("[image 640×480 PNG shown
     to the user]"), for ``Agent(send_images=False)`` and models known not to accept images."""
-    text_tool_calls: bool = True
+    text_tool_calls: bool | None = None
     """Recognise tool calls written as text and ``<think>`` blocks in the reply (adapters
-    of servers that may lack a tool parser; see ``providers/text_calls.py``)."""
+    of servers that may lack a tool parser; see ``providers/text_calls.py``); None: as
+    the adapter declares (``Capabilities.text_tool_calls``)."""
 
 
 @dataclass

@@ -81,6 +81,7 @@ class OllamaProvider(HttpProvider):
     invented_id_pattern = r"call_[0-9a-f]{16}"
     path = "/api/chat"
     output_mode = "native"  # format: a JSON schema
+    text_tool_calls = True  # many Ollama models' templates return calls as text
     pricing_id = None  # models on your own machine have no list price
 
     def native_output(
@@ -134,7 +135,8 @@ class OllamaProvider(HttpProvider):
 
     def decoder(self, request: ModelRequest) -> Decoder:
         """A decoder for the reply to ``request`` (text-format calls recognised)."""
-        return wrap_decoder(OllamaDecoder(stream=request.stream), request, "ollama_thinking")
+        decoder = OllamaDecoder(stream=request.stream)
+        return wrap_decoder(decoder, request, "ollama_thinking", default=True)
 
 
 class OllamaDecoder(NDJSONDecoder):

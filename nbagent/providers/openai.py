@@ -58,6 +58,8 @@ class OpenAIProvider(HttpProvider):
         super().__init__(model, **options)
         self.tool_choice = tool_choice
         self._official = _is_openai(self.base_url)
+        # OpenAI's models call natively; a compatible server may have no tool-call parser.
+        self.text_tool_calls = not self._official
 
     def native_output(
         self, extra: dict[str, Any], schema: dict[str, Any], name: str
@@ -110,7 +112,8 @@ class OpenAIProvider(HttpProvider):
 
     def decoder(self, request: ModelRequest) -> Decoder:
         """A decoder for the reply to ``request`` (text-format calls recognised)."""
-        return wrap_decoder(OpenAIDecoder(stream=request.stream), request)
+        decoder = OpenAIDecoder(stream=request.stream)
+        return wrap_decoder(decoder, request, default=self.capabilities().text_tool_calls)
 
 
 class OpenAIDecoder(SSEDecoder):

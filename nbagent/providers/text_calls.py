@@ -13,12 +13,28 @@ calls as plain text in one of a few formats:
 
 :class:`TextCallScanner` finds them in streamed text, split anywhere, holding back
 only what may still turn out to be a call (a possible marker at the end of a
-chunk, or the inside of a call block) and releasing the rest at once. A block
-becomes calls only when every call names an offered tool; otherwise it is shown
-as the text it was. ``<think>...</think>`` goes to the round's thinking.
+chunk, or the inside of a call block) and releasing the rest at once.
+``<think>...</think>`` goes to the round's thinking.
+
+Text the model only quotes never runs a tool. A block becomes calls only when it is
+where a call stands, not inside prose:
+
+* a marked block (``<tool_call>``, ``<|python_tag|>``, ``[TOOL_CALLS]``) with nothing
+  but whitespace or further call blocks after it (a block with prose after it is a
+  quotation, shown as text); an unclosed one only when it is the whole reply;
+* a fenced JSON block (the same rule: nothing after it) or a bare JSON object (the
+  whole reply), only when every call names an offered tool (ambiguous formats);
+* never when its text appears in the request's user turns or tool results (the
+  model is quoting the page, the prompt or a result).
+
+A marked call to a tool that was not offered becomes a call anyway, so the model
+gets the "Unknown tool" error result instead of the markup being the answer. When
+tools are forbidden (the forced final answer), marked call blocks are left out of
+the answer: the user never sees raw ``<tool_call>`` markup.
 
 :func:`wrap_decoder` puts a scanner in front of an adapter's decoder (the
-OpenAI-compatible and Ollama adapters use it): text calls are released as
+OpenAI-compatible and Ollama adapters use it, where ``Capabilities.text_tool_calls``
+or the run's ``text_tool_calls`` turns it on): text calls are released as
 ``ToolCallReady`` at the end of the reply, only if the reply had no native call.
 """
 
@@ -26,14 +42,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
-from ..messages import ToolCall, new_id
+from ..messages import Message, ToolCall, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady
 from .http.decoding import Decoder, DecoderWrapper
 
-__all__ = ["TextCallDecoder", "TextCallScanner", "parse_calls", "wrap_decoder"]
+__all__ = ["TextCallDecoder", "TextCallScanner", "parse_calls", "quoted_texts", "wrap_decoder"]
 
 _MARKERS = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "```", "<think>")
 _START = re.compile(r"<tool_call>|<\|python_tag\|>|\[TOOL_CALLS\]|```|<think>")
@@ -41,6 +57,13 @@ _LONGEST = max(len(m) for m in _MARKERS)
 _TRIGGERS = ("<", "[", "`")
 _END_TOKENS = re.compile(r"<\|(?:eom_id|eot_id|end|im_end)\|>|</s>")
 _MISTRAL_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)(?:\[CALL_ID\]([\w\-]+))?\[ARGS\]")
+_MARKED = ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]")
+"""Openers that say "this is a call" (a fence or a bare object may be an example)."""
+_SPACE = re.compile(r"\s+")
+
+
+def _squeeze(text: str) -> str:
+    return _SPACE.sub("", text)
 
 
 def _held_tail(text: str) -> int:
@@ -60,10 +83,23 @@ class TextCallScanner:
     Args:
         tool_names: the offered tools; empty: calls are never recognised (think
             blocks still are).
+        quoted: texts the model may quote (the prompt, tool results): a block whose
+            text appears in one of them is shown, never run.
+        forbidden: tools are forbidden (the forced final answer): marked call blocks
+            are left out of the text and become no calls.
     """
 
-    def __init__(self, tool_names: Collection[str]) -> None:
+    def __init__(
+        self,
+        tool_names: Collection[str],
+        *,
+        quoted: Iterable[str] = (),
+        forbidden: bool = False,
+    ) -> None:
         self.names = frozenset(tool_names)
+        self.forbidden = forbidden
+        self._quoted = [q for q in quoted if q]
+        self._squeezed: list[str] | None = None  # the quoted texts without whitespace, once
         self.calls: list[ToolCall] = []
         self.thinking: list[str] = []
         self.call_text: list[str] = []
@@ -74,12 +110,22 @@ class TextCallScanner:
         self._opener = ""
         self._at_start = True  # only whitespace released so far
         self._space = ""  # whitespace held until text follows it
+        self._pending: list[tuple[list[ToolCall], str]] = []  # call blocks, if nothing follows
+        self._pending_space = ""  # whitespace after them
+        self._after_think = False  # strip the whitespace that starts the answer
+        self._dropped = False  # a call block was left out (tools forbidden)
 
     # -- feeding -------------------------------------------------------------------
 
     def feed(self, text: str) -> str:
         """The part of ``text`` (with what was held) that is plain answer text."""
-        if self._mode == "text" and not self._buf and not self._at_start:
+        if (
+            self._mode == "text"
+            and not self._buf
+            and not self._at_start
+            and not self._pending
+            and not self._after_think
+        ):
             # The fast path: plain text without a marker character is released whole.
             if "<" not in text and "[" not in text and "`" not in text:
                 return self._release(text)
@@ -96,11 +142,19 @@ class TextCallScanner:
         if mode == "think":
             self.thinking.append(buf)
             return self._release("", final=True)
+        out: list[str] = []
         if mode in ("block", "tail", "fence"):  # unclosed (the server stopped at a stop token)
-            return self._release(self._decide(self._opener, buf, ""), final=True)
-        if mode == "fence_head":
-            return self._release(self._opener + buf, final=True)
-        return self._release(buf, final=True)
+            whole = mode == "tail" or not self._prose_before(out)
+            self._text(out, self._decide(self._opener, buf, "", position_ok=whole))
+        elif mode == "fence_head":
+            self._text(out, self._opener + buf)
+        else:
+            self._text(out, buf)
+        for calls, raw in self._pending:  # nothing followed them: they are calls
+            self.calls += calls
+            self.call_text.append(raw)
+        self._pending, self._pending_space = [], ""
+        return self._release("".join(out), final=True)
 
     # -- the state machine -----------------------------------------------------------
 
@@ -121,10 +175,10 @@ class TextCallScanner:
             found = _START.search(buf)
             if found is None:
                 cut = _held_tail(buf)
-                out.append(buf[:cut])
+                self._text(out, buf[:cut])
                 self._buf = buf[cut:]
                 return False
-            out.append(buf[: found.start()])
+            self._text(out, buf[: found.start()])
             marker = found.group()
             self._buf = buf[found.end() :]
             self._scan = 0
@@ -133,8 +187,8 @@ class TextCallScanner:
                 self._mode = "think"
             elif marker == "```":
                 self._mode = "fence_head"
-            elif not self.names:
-                out.append(marker)  # no tools offered: a marker is just text
+            elif not self.names and not self.forbidden:
+                self._text(out, marker)  # no tools offered: a marker is just text
             elif marker == "<tool_call>":
                 self._mode = "block"
             else:
@@ -148,14 +202,15 @@ class TextCallScanner:
                 self._buf = buf[keep:]
                 return False
             self.thinking.append(buf[:end])
-            self._buf = buf[end + len("</think>") :].lstrip()
+            self._buf = buf[end + len("</think>") :]
             self._mode = "text"
+            self._after_think = True
             return True
         if mode == "fence_head":
             newline = buf.find("\n")
             if newline < 0:
                 if len(buf) > 20:  # not a language tag: an ordinary code block
-                    out.append(self._opener)
+                    self._text(out, self._opener)
                     self._mode = "code"
                     return True
                 return False
@@ -164,8 +219,8 @@ class TextCallScanner:
                 self._opener = "```" + buf[: newline + 1]
                 self._buf = buf[newline + 1 :]
                 self._mode = "fence"
-            else:
-                out.append("```" + buf[: newline + 1])
+            else:  # a code block, or an example inside an explanation
+                self._text(out, "```" + buf[: newline + 1])
                 self._buf = buf[newline + 1 :]
                 self._mode = "code"
             return True
@@ -173,10 +228,10 @@ class TextCallScanner:
             end = buf.find("```")
             if end < 0:
                 cut = len(buf.rstrip("`"))
-                out.append(buf[:cut])
+                self._text(out, buf[:cut])
                 self._buf = buf[cut:]
                 return False
-            out.append(buf[: end + 3])
+            self._text(out, buf[: end + 3])
             self._buf = buf[end + 3 :]
             self._mode = "text"
             return True
@@ -189,19 +244,57 @@ class TextCallScanner:
             inner = buf[:end]
             self._buf = buf[end + len(closer) :]
             self._mode = "text"
-            out.append(self._decide(self._opener, inner, closer))
+            self._text(out, self._decide(self._opener, inner, closer))
             return True
         return False  # tail: everything up to the end belongs to the calls
 
-    def _decide(self, opener: str, inner: str, closer: str) -> str:
-        """Calls from one block, or the block's text when it holds no valid call."""
+    def _prose_before(self, out: list[str]) -> bool:
+        """Whether answer text came before this point (released, held or pending)."""
+        return not self._at_start or bool(self._pending) or any(piece.strip() for piece in out)
+
+    def _decide(self, opener: str, inner: str, closer: str, *, position_ok: bool = True) -> str:
+        """A call block held as pending (calls if nothing follows it), or its text."""
         raw = opener + inner + closer
         calls = parse_calls(opener, inner)
-        if calls and all(call.name in self.names for call in calls):
-            self.calls += calls
-            self.call_text.append(raw)
+        if not calls:
+            return raw
+        marked = opener in _MARKED
+        if self.forbidden:
+            if not marked:
+                return raw
+            self._dropped = True  # tools are forbidden: the markup is not the answer
             return ""
-        return raw
+        offered = all(call.name in self.names for call in calls)
+        if not position_ok or not (marked or offered) or self._is_quoted(inner):
+            return raw
+        self._pending.append((calls, raw))
+        return ""
+
+    def _is_quoted(self, inner: str) -> bool:
+        """Whether the block's text appears in the prompt or a tool result (a quotation)."""
+        needle = _squeeze(_END_TOKENS.sub("", inner))
+        if not needle:
+            return False
+        if self._squeezed is None:
+            self._squeezed = [_squeeze(q) for q in self._quoted]
+        return any(needle in hay for hay in self._squeezed)
+
+    def _text(self, out: list[str], piece: str) -> None:
+        """Append answer text; text after pending call blocks makes them quoted text."""
+        if not piece:
+            return
+        if self._after_think:
+            piece = piece.lstrip()  # the answer starts at its first character, however split
+            if not piece:
+                return
+            self._after_think = False
+        if self._pending:
+            if not piece.strip():
+                self._pending_space += piece
+                return
+            out.append("".join(raw for _calls, raw in self._pending) + self._pending_space)
+            self._pending, self._pending_space = [], ""
+        out.append(piece)
 
     def _release(self, text: str, *, final: bool = False) -> str:
         """Text to show; trailing whitespace is held until text follows (or the end).
@@ -217,7 +310,7 @@ class TextCallScanner:
             self._space += text
             text = ""
         if final:
-            if not self.calls:
+            if not self.calls and not self._dropped:
                 text += self._space
             self._space = ""
         return text
@@ -329,13 +422,22 @@ class TextCallDecoder(DecoderWrapper):
     Args:
         inner: the adapter's decoder.
         tool_names: the tools the request offered ("none" choice: pass none).
+        quoted, forbidden: see :class:`TextCallScanner`.
         echo_key: the ``provider_data`` key under which the adapter echoes reasoning
             back with a call turn (Ollama's ``ollama_thinking``), or None.
     """
 
-    def __init__(self, inner: Decoder, tool_names: Collection[str], echo_key: str | None) -> None:
+    def __init__(
+        self,
+        inner: Decoder,
+        tool_names: Collection[str],
+        echo_key: str | None,
+        *,
+        quoted: Iterable[str] = (),
+        forbidden: bool = False,
+    ) -> None:
         super().__init__(inner)
-        self.scanner = TextCallScanner(tool_names)
+        self.scanner = TextCallScanner(tool_names, quoted=quoted, forbidden=forbidden)
         self.echo_key = echo_key
         self.native = False
 
@@ -383,9 +485,37 @@ class TextCallDecoder(DecoderWrapper):
         return out
 
 
-def wrap_decoder(inner: Decoder, request: ModelRequest, echo_key: str | None = None) -> Decoder:
-    """``inner`` behind a text-call scanner, unless the request turned recognition off."""
-    if not request.text_tool_calls:
+def wrap_decoder(
+    inner: Decoder,
+    request: ModelRequest,
+    echo_key: str | None = None,
+    *,
+    default: bool = False,
+) -> Decoder:
+    """``inner`` behind a text-call scanner, when text calls are recognised for ``request``.
+
+    Args:
+        inner: the adapter's decoder.
+        request: the request (its ``text_tool_calls``: None means ``default``).
+        echo_key: see :class:`TextCallDecoder`.
+        default: the adapter's declaration (``Capabilities.text_tool_calls``): True
+            for servers that may return calls as text, False for APIs that call natively.
+    """
+    wanted = request.text_tool_calls
+    if not (default if wanted is None else wanted):
         return inner
-    names = [t.name for t in request.tools] if request.tool_choice != "none" else []
-    return TextCallDecoder(inner, names, echo_key)
+    forbidden = request.tool_choice == "none"
+    names = [] if forbidden else [t.name for t in request.tools]
+    return TextCallDecoder(inner, names, echo_key, quoted=quoted_texts(request.messages),
+                           forbidden=forbidden)  # fmt: skip
+
+
+def quoted_texts(messages: Iterable[Message]) -> list[str]:
+    """What the model may quote: the user turns and every tool result."""
+    texts: list[str] = []
+    for message in messages:
+        if message.role == "user":
+            texts.append(message.content)
+        for rnd in message.rounds or ():
+            texts += [result.content for result in rnd.results]
+    return texts

@@ -6,10 +6,10 @@
   reported for the previous request (the provider's own count, where it exists).
 * :func:`context_window`: the context window the provider declares for its model
   (``Capabilities.context_window``; ``context_window=`` overrides it).
-* :func:`fit_request`: when a request would overflow the window, the oldest tool
-  results' model-facing text is replaced by a short note first (the stored values
-  and the panels keep everything), then older turns are left out; None when even
-  that cannot fit.
+* :func:`fit_request`: when a request would overflow the window, earlier turns'
+  tool results are replaced by a short note first (the stored values and the panels
+  keep everything), then earlier turns are left out, and only then this run's own
+  results, the current round's last; None when even that cannot fit.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import dataclasses
 import json
 import math
 
-from ..messages import ToolResult, ToolRound
+from ..messages import Message, ToolResult, ToolRound
 from ..providers import Provider, capabilities
 from ..providers.base import ModelRequest
 
@@ -97,20 +97,51 @@ def fit_request(
 ) -> tuple[ModelRequest, int] | None:
     """``request`` made to need at most ``limit`` input tokens, and its estimate.
 
-    First the oldest tool results are compacted, one at a time; then the oldest
-    turns are left out (never the last user message or the run's own rounds).
-    Returns None when the request cannot fit. The conversation is not changed:
-    the request gets copies.
+    What the model just asked for goes last: first the tool results of earlier turns
+    are compacted (oldest first), then earlier turns are left out (never the last
+    user message), and only then the results of this run's rounds, oldest round
+    first. Returns None when the request cannot fit. The conversation is not
+    changed: the request gets copies.
     """
     estimate = meter.estimate(request)
     if estimate <= limit:
         return request, estimate
     messages = list(request.messages)
-    # Every (message index, round index, result index) holding a result, oldest first.
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+    fitted = _compact_results(request, messages, range(last_user), limit, meter)
+    if fitted is not None:
+        return fitted
+    # Then whole older turns: keep from the last user message on.
+    while last_user > 0:
+        messages = messages[1:]
+        last_user -= 1
+        # Never start with an assistant turn: drop up to the next user message.
+        while messages and messages[0].role != "user" and last_user > 0:
+            messages = messages[1:]
+            last_user -= 1
+        request = dataclasses.replace(request, messages=list(messages))
+        estimate = meter.estimate(request)
+        if estimate <= limit:
+            return request, estimate
+    # Last, this run's own results (the current round's after every earlier one).
+    return _compact_results(request, messages, range(len(messages)), limit, meter)
+
+
+def _compact_results(
+    request: ModelRequest,
+    messages: list[Message],
+    which: range,
+    limit: int,
+    meter: TokenMeter,
+) -> tuple[ModelRequest, int] | None:
+    """Compact the results of ``messages[which]``, oldest first, until the request fits.
+
+    ``messages`` is updated in place (with copies); None if the request never fits.
+    """
     spots = [
         (mi, ri, xi)
-        for mi, message in enumerate(messages)
-        for ri, rnd in enumerate(message.rounds or ())
+        for mi in which
+        for ri, rnd in enumerate(messages[mi].rounds or ())
         for xi, result in enumerate(rnd.results)
         if not result.content.startswith("[compacted")
     ]
@@ -123,19 +154,6 @@ def fit_request(
             copied.add(mi)
         rounds_now: list[ToolRound] = message.rounds or []
         rounds_now[ri].results[xi] = _compact_result(rounds_now[ri].results[xi])
-        request = dataclasses.replace(request, messages=list(messages))
-        estimate = meter.estimate(request)
-        if estimate <= limit:
-            return request, estimate
-    # Then whole older turns: keep from the last user message on.
-    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
-    while last_user > 0:
-        messages = messages[1:]
-        last_user -= 1
-        # Never start with an assistant turn: drop up to the next user message.
-        while messages and messages[0].role != "user" and last_user > 0:
-            messages = messages[1:]
-            last_user -= 1
         request = dataclasses.replace(request, messages=list(messages))
         estimate = meter.estimate(request)
         if estimate <= limit:

@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 
 from .._internal.deadline import context_with_deadline
 from ..errors import ProviderError, ToolError
@@ -37,10 +37,17 @@ logger = logging.getLogger("nbagent")
 
 __all__ = ["Run", "strict_from_env"]
 
+BUDGETS: tuple[StopReason, ...] = ("token_budget", "cost_budget")
+"""Budgets that end a run with one last request for the answer, within what is left."""
 
-def strict_from_env() -> bool:
-    """``NBAGENT_STRICT=1``: every run is strict (a failing tool raises ToolError)."""
-    return os.environ.get("NBAGENT_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
+
+def strict_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """``NBAGENT_STRICT=1`` in ``env`` (default: the process's): every run is strict.
+
+    A strict run raises ToolError for a failing tool.
+    """
+    value = (os.environ if env is None else env).get("NBAGENT_STRICT", "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
 
 
 class Run:
@@ -221,7 +228,7 @@ class Run:
         steps = self.steps
         assert steps is not None
         settings = self.settings
-        strict = settings.strict or strict_from_env()
+        strict = settings.strict or strict_from_env(self.spec.env)
         failed_rounds = 0  # consecutive rounds in which every call failed
         tool_only = 0  # consecutive rounds with calls and no text
         round_index = 0
@@ -233,8 +240,8 @@ class Run:
             if forced is None and round_index >= settings.max_rounds:
                 forced = "max_rounds"
             request = steps.next_request(forced=forced)
-            if request is None and forced is None and steps.stop_reason == "token_budget":
-                forced = "token_budget"  # one last request asks for the answer
+            if request is None and forced is None and steps.stop_reason in BUDGETS:
+                forced = steps.stop_reason  # one last request asks for the answer
                 request = steps.next_request(forced=forced)
             if request is None:
                 return  # steps.stop_reason says why
@@ -247,6 +254,10 @@ class Run:
                 self._emit(Status(row.status or ""))
             started = time.perf_counter()
             reply = await self._request(request, round_index)
+            if reply.truncated:  # the budget's output cap cut the stream: that is the answer
+                self._stop_reason = self._stop_reason or forced or steps.cap_reason
+                self._finish(reply)
+                return
             if forced or not reply.calls:
                 if forced and not reply.text.strip():
                     reply.text = (
@@ -312,8 +323,7 @@ class Run:
                 raise
             # A model without tool support: answer in text instead of failing the cell.
             logger.warning("%s; retrying once without tools", error)
-            steps.tools_refused = True
-            steps.notes.append(statuses.TOOLS_REFUSED_NOTE)
+            steps.refuse_tools()
             self._emit(Status("This model does not support tools; answering without them…"))
             request = dataclasses.replace(request, tools=[], tool_choice="auto")
             reply = await self._send(request, round_index)
@@ -414,7 +424,16 @@ class Run:
 
 
 def _refuses_tools(error: ProviderError) -> bool:
-    """A 400 saying the model cannot take tools (Ollama, some compatible servers)."""
+    """The server saying this model cannot take tools.
+
+    Ollama and compatible servers answer 400 ("does not support tools"); llama.cpp's
+    server without ``--jinja`` answers 500 or 400 ("tools param requires --jinja
+    flag"); OpenRouter answers 404 ("No endpoints found that support tool use").
+    """
     text = error.message.lower()
+    if "--jinja" in text and error.status in (400, 500):
+        return True
+    if error.status == 404:
+        return "tool" in text and "support" in text and "endpoint" in text
     refused = "support" in text or "not allowed" in text or "enable-auto-tool-choice" in text
     return error.status == 400 and "tool" in text and refused

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 from ..messages import Conversation, ToolSpec, Usage
 from ..providers.base import ModelRequest, Provider
@@ -27,10 +28,14 @@ class RequestPlanner:
 
     def __init__(self, settings: RunSettings, provider: Provider) -> None:
         self.settings = settings
+        self.provider = provider
         self.meter = TokenMeter()
         self.window = settings.context_window or context_window(provider)
         self.last_estimate = 0
         self.overflow = False
+        self.output_cap: int | None = None
+        """The output tokens ``max_total_tokens`` leaves the last built request (None: no
+        budget); a stream that passes it is cut (:func:`nbagent.run.steps.send_request`)."""
 
     def build(
         self,
@@ -61,6 +66,7 @@ class RequestPlanner:
             text_tool_calls=settings.text_tool_calls,
         )
         budget = settings.max_total_tokens
+        self.output_cap = None
         limit = None
         if self.window is not None:
             # Room for the answer: what max_output_tokens asks, or an eighth of the window.
@@ -81,14 +87,39 @@ class RequestPlanner:
             left = budget - spent
             if not forced and 2 * (estimate + FINAL_OUTPUT_TOKENS) > left:
                 return None  # another round would leave no room for the final answer
-            # Never exceed the budget: the output may use only what the input leaves.
-            room = left - estimate
+            # Never exceed the budget: the output may use only what the input leaves, and
+            # a round's reply leaves room for the final request (its input and an answer).
+            room = left - estimate - (0 if forced else estimate + FINAL_OUTPUT_TOKENS)
             cap = settings.max_output_tokens
             request.max_output_tokens = room if cap is None else min(cap, room)
+            self.output_cap = room
         self.last_estimate = estimate
         if request.messages is not conversation.messages:
             logger.info("request compacted to fit: about %d input tokens", estimate)
         return request
+
+    def cost_cap(
+        self, request: ModelRequest, spent: float, *, forced: bool
+    ) -> tuple[int | None, str]:
+        """The output tokens ``max_cost`` pays for in ``request`` (None: none), and why not.
+
+        A round's request keeps the price of the final one (its input and a short answer)
+        in reserve, as the token budget does; the final request may use what is left.
+        """
+        from ..cost import affordable_output, budget_note, output_price
+
+        budget = self.settings.max_cost
+        assert budget is not None
+        tokens = self.meter.estimate(request)
+        afford, input_cost = affordable_output(self.provider, budget, spent, tokens)
+        per_token = output_price(self.provider) or 0.0
+        final_cost = input_cost + FINAL_OUTPUT_TOKENS * per_token
+        note = budget_note(budget, spent, input_cost, tokens)
+        if (not forced and 2 * final_cost > budget - spent) or afford < FINAL_OUTPUT_TOKENS:
+            return None, note
+        if not forced and per_token:
+            afford -= math.ceil(final_cost / per_token)
+        return afford, note
 
     def learn(self, request: ModelRequest, usage: Usage) -> None:
         """Scale later estimates by the provider's count of this request."""

@@ -68,8 +68,9 @@ class RunSettings:
     """The type of ``result.output`` (``nbagent.run.output``); None for the answer text."""
     send_images: bool = True
     """False: images in tool results reach the model as a text placeholder."""
-    text_tool_calls: bool = True
-    """Recognise tool calls written as text (and ``<think>`` blocks) in replies."""
+    text_tool_calls: bool | None = None
+    """Recognise tool calls written as text (and ``<think>`` blocks) in replies; None: as
+    the provider declares (on for local/compatible servers, off for hosted APIs)."""
     status_model: str | Provider | None = None
     """A model writing one-line statuses ("Looking up the weather in Oslo"), 2 s at most."""
     # -- tools
@@ -143,7 +144,7 @@ class RunOptions(TypedDict, total=False):
     temperature: float | None
     output_type: Any
     send_images: bool
-    text_tool_calls: bool
+    text_tool_calls: bool | None
     status_model: str | Provider | None
     strict: bool
     approver: Approver | None

@@ -30,7 +30,9 @@ early, log)::
 from __future__ import annotations
 
 import logging
+import math
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -51,6 +53,7 @@ from ..results import RunResult
 from ..tools import Tool, execute_round, wrap_call
 from .planner import RequestPlanner
 from .settings import RunInputs, RunSettings
+from .status import TOOLS_REFUSED_NOTE
 from .stops import STOPS, StopReason, stop_reason_words
 
 if TYPE_CHECKING:
@@ -68,6 +71,15 @@ logger = logging.getLogger("nbagent")
 
 NO_INPUTS = RunInputs()
 
+BYTES_PER_TOKEN = 3
+"""The high-side estimate of output tokens: UTF-8 bytes / 3 (as ``run.budget`` does for input)."""
+
+ESTIMATED_NOTE = "tokens estimated: the server reported no usage"
+
+_REFUSED_TOOLS: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Providers whose model refused tools: their later runs send none (a new model or
+``use_model`` builds a new provider, which tries again)."""
+
 ProgressCallback = Callable[[ToolCall, str, "float | None"], None]
 Listener = Callable[[Event], None]
 """Sees every event of a run as it happens (the history writer, the tracer, a queue)."""
@@ -84,6 +96,10 @@ class ModelReply:
     calls: list[ToolCall]
     usage: Usage
     provider_data: dict[str, Any] | None = None
+    truncated: bool = False
+    """The stream was cut at the budget's output cap (its calls, if any, are dropped)."""
+    output_bytes: int = 0
+    """UTF-8 bytes of the reply's text and call arguments (for a usage estimate)."""
 
     @property
     def requires_tool_execution(self) -> bool:
@@ -97,24 +113,45 @@ async def send_request(
     on_event: OnProviderEvent | None = None,
     *,
     seen_ids: set[str] | None = None,
+    max_output: int | None = None,
 ) -> ModelReply:
     """Send ``request``; each provider event goes to ``on_event`` as it arrives.
 
     Calls without an id, or with one already used in this run (``seen_ids``), get a
-    fresh id: results are matched to calls by id.
+    fresh id: results are matched to calls by id. ``max_output`` (tokens, estimated
+    on the high side as UTF-8 bytes / 3) cuts a stream that passes it (a server that
+    ignores ``max_tokens``): the reply keeps its text up to the cap, no call, and
+    ``truncated`` is set.
     """
     seen = seen_ids if seen_ids is not None else set()
     text: list[str] = []
     calls: list[ToolCall] = []
     usage = Usage()
     provider_data: dict[str, Any] | None = None
+    room = None if max_output is None else max_output * BYTES_PER_TOKEN
+    used = 0
+    truncated = False
     stream = provider.stream(request)
     try:
         async for event in stream:
             if isinstance(event, TextChunk):
+                size = len(event.text.encode("utf-8"))
+                if room is not None and used + size > room:
+                    kept = event.text.encode("utf-8")[: room - used].decode("utf-8", "ignore")
+                    used += len(kept.encode("utf-8"))
+                    if kept and on_event is not None:
+                        on_event(TextChunk(kept))
+                    text.append(kept)
+                    truncated = True
+                    break
+                used += size
                 text.append(event.text)
             elif isinstance(event, ToolCallReady):
                 call = event.call
+                used += len((call.raw_arguments or "").encode("utf-8")) + len(call.name)
+                if room is not None and used > room:
+                    truncated = True
+                    break
                 if not call.id or call.id in seen:  # "call_0" every time, from some servers
                     call.id = new_id("call_")
                 seen.add(call.id)
@@ -130,7 +167,10 @@ async def send_request(
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()
-    return ModelReply("".join(text), calls, usage, provider_data)
+    if truncated:
+        logger.warning("reply cut at %d output tokens (the budget's cap)", max_output)
+        calls = []  # a cut reply's calls may be incomplete: none runs
+    return ModelReply("".join(text), calls, usage, provider_data, truncated, used)
 
 
 async def execute_calls(
@@ -181,11 +221,20 @@ class RunSpec:
     inputs: RunInputs = NO_INPUTS
     model_label: str | None = None
     listeners: Sequence[Listener] = ()
+    env: Mapping[str, str] | None = None
+    """Where ``NBAGENT_*`` settings are read (``Agent(env=...)``); None: the process's."""
 
     @property
     def label(self) -> str:
         """The model string shown for the run ("openai:gpt-4o")."""
         return self.model_label or f"{self.provider.name}:{self.provider.model}"
+
+
+def _refused_before(provider: Provider) -> bool:
+    try:
+        return provider in _REFUSED_TOOLS
+    except TypeError:  # an unhashable provider is never remembered
+        return False
 
 
 class Steps:
@@ -221,9 +270,16 @@ class Steps:
         """Why :meth:`next_request` returned None, or why the run stopped."""
         self.pending_round: ToolRound | None = None
         """A round whose calls are running (given "not run" results if the run ends)."""
-        self.tools_refused = False
-        """The model refused tools: later requests go without them."""
+        self.tools_refused = _refused_before(self.provider)
+        """The model refused tools (in this run or an earlier one of the same provider
+        object, that is the agent's next run): requests go without them."""
         self.notes: list[str] = []
+        if self.tools_refused and self.specs:
+            self.notes.append(TOOLS_REFUSED_NOTE)
+        self.output_cap: int | None = None
+        """The output tokens the budgets leave the next request (its stream is cut past it)."""
+        self.cap_reason: StopReason | None = None
+        """Which budget set ``output_cap``: "token_budget" or "cost_budget"."""
         self.output: OutputSpec | None = None  # nbagent.run.output, imported only when used
         if settings.output_type is not None:
             from .output import OutputSpec
@@ -237,6 +293,19 @@ class Steps:
         user = Message("user", spec.prompt, images=list(spec.inputs.attachments))
         spec.conversation.messages += [user, self.message]
         self.emit(RunStarted(spec.prompt, self.model, spec.conversation.id))
+
+    def refuse_tools(self) -> None:
+        """The model refused tools: later requests go without them, in later runs too.
+
+        Remembered per provider object (the agent's), not per model name.
+        """
+        self.tools_refused = True
+        try:
+            _REFUSED_TOOLS.add(self.provider)
+        except TypeError:  # an unhashable or non-weakrefable provider: this run only
+            pass
+        if TOOLS_REFUSED_NOTE not in self.notes:
+            self.notes.append(TOOLS_REFUSED_NOTE)
 
     @property
     def rounds(self) -> list[ToolRound]:
@@ -273,7 +342,9 @@ class Steps:
         if request is None:
             self.stop_reason = "context_window" if self.planner.overflow else "token_budget"
             return None
-        if self._over_cost_budget():
+        self.output_cap = self.planner.output_cap
+        self.cap_reason = "token_budget" if self.output_cap is not None else None
+        if self.settings.max_cost is not None and not self._fit_cost(request, forced):
             self.stop_reason = "cost_budget"
             return None
         request.send_images = self.settings.send_images and accepts_images(self.provider)
@@ -292,11 +363,19 @@ class Steps:
         if self._output_retry is not None:  # the rejected answer is lent to this request
             self.message.content = self._output_retry[0]
         try:
-            reply = await send_request(self.provider, request, on_event, seen_ids=self._seen_ids)
+            reply = await send_request(
+                self.provider,
+                request,
+                on_event,
+                seen_ids=self._seen_ids,
+                max_output=self.output_cap,
+            )
         finally:
             if self._output_retry is not None:
                 self.message.content = ""
-        if reply.usage.total_tokens:  # the provider reported usage: dollars from genai-prices
+        if reply.truncated or not reply.usage.total_tokens:
+            self._estimate_usage(request, reply)
+        if reply.usage.total_tokens:  # dollars from genai-prices
             from ..cost import price
 
             reply.usage.cost = price(self.provider, reply.usage)
@@ -469,19 +548,33 @@ class Steps:
         ]
         self.pending_round = None
 
-    def _over_cost_budget(self) -> bool:
-        """Whether what was spent plus the next request's estimated input exceeds max_cost."""
-        if self.settings.max_cost is None:
+    def _fit_cost(self, request: ModelRequest, forced: StopReason | None) -> bool:
+        """Cap ``request``'s output by what ``max_cost`` leaves (False: it does not fit)."""
+        spent = self.usage.cost or 0.0
+        afford, note = self.planner.cost_cap(request, spent, forced=forced is not None)
+        if afford is None:
+            # The answer unless a final request (the loop sends one when it fits) replaces it.
+            self.message.content = note + ("\n" + self.gathered_summary() if self.rounds else "")
             return False
-        from ..cost import budget_stop
-
-        head = budget_stop(
-            self.settings.max_cost, self.usage.cost, self.provider, self.conversation, self.specs
-        )
-        if head is None:
-            return False
-        self.message.content = head + ("\n" + self.gathered_summary() if self.rounds else "")
+        cap = request.max_output_tokens
+        request.max_output_tokens = afford if cap is None else min(cap, afford)
+        if self.output_cap is None or afford < self.output_cap:
+            self.output_cap, self.cap_reason = afford, "cost_budget"
         return True
+
+    def _estimate_usage(self, request: ModelRequest, reply: ModelReply) -> None:
+        """Usage estimated from the request and the reply's size, noted as an estimate.
+
+        For a server that reported none, or a stream cut before its usage came.
+        """
+        reported = reply.usage
+        output = math.ceil(reply.output_bytes / BYTES_PER_TOKEN)
+        if reply.truncated and self.output_cap is not None:
+            output = min(max(output, reported.output_tokens), self.output_cap)
+        input_tokens = reported.input_tokens or self.planner.meter.estimate(request)
+        reply.usage = Usage(input_tokens, output)
+        if ESTIMATED_NOTE not in self.notes:
+            self.notes.append(ESTIMATED_NOTE)
 
     def gathered_summary(self) -> str:
         """The forced final answer when the model gave no text: what the tools returned."""

@@ -109,8 +109,16 @@ STOPS: dict[StopReason, Stop] = {
         ),
         Stop(
             "cost_budget",
-            "the next request's estimated price would pass `max_cost`; nothing more was sent",
+            "`max_cost` was nearly spent; one last request answered within it (nothing "
+            "is sent when not even that fits)",
             "cost budget",
+            instruction=(
+                "The cost budget for this request is nearly spent. Do not call any more "
+                "tools. Answer the user's request now, briefly, from the information "
+                "gathered so far."
+            ),
+            status="Cost budget reached. Generating final response…",
+            log="Cost budget reached after {n} rounds",
             note="[stopped: cost budget reached]",
         ),
         Stop(

@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import inspect
 import json
+import logging
 import threading
 import time
 import traceback
@@ -19,6 +20,8 @@ from ..messages import ToolCall, ToolResult
 from .approval import Approver, ApproverFailed, ask
 from .images import may_carry_images, with_images
 from .tool import Tool
+
+logger = logging.getLogger("nbagent")
 
 DEFAULT_TOOL_TIMEOUT = 60.0
 PER_CALL_CHARS = 4_000
@@ -265,6 +268,19 @@ def _take(outcome: _Outcome, made: Any) -> None:
         outcome.text, outcome.preview = made
 
 
+def _log_invalid(name: str, call: ToolCall, error: str) -> None:
+    """A WARNING: the model sent arguments the tool cannot take (secrets redacted)."""
+    from .._internal.redaction import scrub
+
+    raw = call.raw_arguments
+    if raw is None:
+        raw = json.dumps(call.arguments, ensure_ascii=False, default=repr)
+    logger.warning(
+        "invalid arguments for %s (call %s): %s; raw arguments: %s",
+        name, call.id, scrub(error), scrub(raw[:2000]),
+    )  # fmt: skip
+
+
 async def _invoke(
     t: Tool,
     call: ToolCall,
@@ -279,6 +295,7 @@ async def _invoke(
         arguments = t.validate(call)
     except ArgumentError as exc:
         outcome.error = f"Invalid arguments for {t.name}: {exc}"
+        _log_invalid(t.name, call, outcome.error)
         return
     if t.requires_approval:
         try:

@@ -87,13 +87,12 @@ def test_a_cap_smaller_than_one_request_sends_nothing(server):
     assert result.usage.total_tokens == 0
 
 
-def test_the_cap_stops_before_the_request_that_would_exceed_it(server):
-    first = expected("gpt-4o-mini", "openai", input_tokens=20, output_tokens=7)
-    cap = first * 1.05  # room for the first request, not for the second
+def test_the_cap_keeps_room_for_a_final_answer(server):
+    cap = 1.2e-4  # room for one round and a final answer, not for a second round
     agent = http_agent("openai:gpt-4o-mini", server, tools=[lookup], max_cost=cap, store=None)
     result = agent.run_sync("Weather in Paris?")
     assert result.stop_reason == "cost_budget"
-    assert server.count == 1
+    assert server.count == 2 and server.bodies()[1]["tool_choice"] == "none"
     assert len(result.rounds) == 1 and result.rounds[0].results[0].ok
     # A final answer from what was gathered, like max_rounds.
     assert "lookup: sunny in Paris" in result.output
@@ -130,13 +129,14 @@ def test_other_providers_are_priced_by_the_ids_they_declare():
 
 
 def test_a_steps_run_honours_the_cap_too(server):
-    first = expected("gpt-4o-mini", "openai", input_tokens=20, output_tokens=7)
     agent = http_agent("openai:gpt-4o-mini", server, tools=[lookup], store=None)
-    steps = agent.steps("Weather in Paris?", max_cost=first * 1.05)
+    steps = agent.steps("Weather in Paris?", max_cost=1.2e-4)
     reply = steps.send_sync(steps.next_request())
     steps.append_round(reply, steps.execute_sync(reply))
-    assert steps.next_request() is None  # the second request would pass the cap: not sent
+    assert steps.next_request() is None  # a second round would leave no room for an answer
     assert steps.stop_reason == "cost_budget" and server.count == 1
+    final = steps.next_request(forced="cost_budget")  # what the loop sends: tools forbidden
+    assert final is not None and final.tool_choice == "none" and final.max_output_tokens
     result = steps.finish()
     assert result.stop_reason == "cost_budget"
     assert "lookup: sunny in Paris" in result.output

@@ -106,5 +106,35 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "license metadata": (
         "test_license_metadata.py::test_license_is_an_spdx_string_and_the_build_needs_a_setuptools_that_reads_it",
     ),
+    # Issue 19, part B: quoted text, budgets that hold, compaction, refusals, seed edges.
+    "quoted text runs a tool": (
+        "test_quoted_calls.py::test_prose_that_shows_a_call_runs_nothing",
+        "test_quoted_calls.py::test_a_tool_result_quoted_back_runs_nothing",
+        "test_quoted_calls.py::test_the_prompt_quoted_back_runs_nothing",
+        "test_quoted_calls.py::test_a_real_text_call_still_runs",
+        "test_quoted_calls.py::test_the_per_agent_switch_turns_recognition_off",
+        "test_quoted_calls.py::test_a_call_to_a_tool_not_offered_gets_an_error_result",
+        "test_quoted_calls.py::test_the_forced_final_answer_never_shows_call_markup",
+        "test_quoted_calls.py::test_hosted_openai_never_reads_calls_from_text",
+    ),
+    "a budget passed by one reply": (
+        "test_budgets_hold.py::test_one_streamed_reply_cannot_pass_max_cost",
+        "test_budgets_hold.py::test_a_run_at_the_cost_cap_ends_with_a_real_answer",
+        "test_budgets_hold.py::test_no_usage_in_the_stream_is_estimated_and_enforced",
+        "test_budgets_hold.py::test_a_stream_past_the_token_budget_is_cut",
+    ),
+    "compaction drops the current result": (
+        "test_compaction_order.py::test_the_current_rounds_result_is_compacted_last",
+    ),
+    "tool refusals": (
+        "test_tool_refusals.py::test_a_refusal_retries_without_tools_and_is_remembered",
+        "test_tool_refusals.py::test_another_server_error_is_not_a_refusal",
+    ),
+    "seed edge cases": (
+        "test_seed_edges.py::test_the_answer_after_think_starts_the_same_at_every_boundary",
+        "test_seed_edges.py::test_strict_from_the_agents_env_mapping",
+        "test_seed_edges.py::test_the_process_environment_is_not_read_when_env_is_given",
+        "test_seed_edges.py::test_invalid_arguments_are_a_redacted_warning",
+    ),
 }
 """Fault families and the tests (paths relative to tests/hardening) that attack them."""

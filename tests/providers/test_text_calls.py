@@ -118,11 +118,14 @@ async def test_switched_off_the_text_is_the_answer(wire_server: WireServer) -> N
 
 async def test_a_call_to_a_tool_not_offered_is_never_run(wire_server: WireServer) -> None:
     text = '<tool_call>\n{"name": "delete_files", "arguments": {"path": "/"}}\n</tool_call>'
-    wire_server.add(openai_text_stream(text))
+    wire_server.add(openai_text_stream(text), OpenAI.text_stream("I cannot delete files."))
     agent = http_agent("openai:qwen", wire_server, api_key=None, tools=[Tool(get_weather)])
     result = await agent.run("Clean up")
-    assert result.rounds == [] and seen == []
-    assert result.output == text  # shown as the text it was
+    assert seen == []
+    # The model sees an error result, not its markup as the answer.
+    (only,) = result.rounds[0].results
+    assert not only.ok and "Unknown tool 'delete_files'" in only.content
+    assert result.output == "I cannot delete files."
 
 
 async def test_native_calls_win_over_text(wire_server: WireServer) -> None:

@@ -243,7 +243,7 @@ async def test_openai_stream_request_answered_with_plain_json(wire_server: WireS
     assert result.output == "Rome: 40 C."
     assert result.rounds[0].results[0].content == "40 C in Rome"
     assert wire_server.bodies()[0]["stream"] is True
-    assert result.usage.input_tokens == 9
+    assert result.rounds[0].usage.input_tokens == 9  # the plain body's usage was read
 
 
 async def test_openai_stream_error_payload_mid_stream(wire_server: WireServer) -> None:

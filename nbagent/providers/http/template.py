@@ -106,6 +106,8 @@ class HttpProvider:
     """The provider id genai-prices prices this API under (None: never priced)."""
     tracing_name: ClassVar[str] = ""
     """OpenTelemetry's ``gen_ai.provider.name`` when it differs from :attr:`name`."""
+    text_tool_calls: bool = False
+    """Whether replies may carry tool calls as text (servers without a tool-call parser)."""
 
     _capabilities: Capabilities | None = None  # computed on first use (the model is fixed)
 
@@ -147,6 +149,7 @@ class HttpProvider:
                 output_mode=self.output_mode,
                 native_output_with_tools=self.native_output_with_tools,
                 pricing_id=self.pricing_id,
+                text_tool_calls=self.text_tool_calls,
                 tracing_name=self.tracing_name or self.name,
             )
         return self._capabilities
