@@ -21,10 +21,13 @@ from collections.abc import Callable
 
 import httpx
 
-from ..cost import CHARS_PER_TOKEN
 from ..providers.http.retry import retry_after
 
 __all__ = ["AdaptiveConcurrency", "HttpLimits", "RequestRate"]
+
+BODY_BYTES_PER_TOKEN = 4
+"""A request body's tokens for the tpm window, before the reply says: bytes / 4 (JSON
+keys and quotes make a body larger than its text)."""
 
 Clock = Callable[[], float]
 
@@ -139,7 +142,7 @@ class HttpLimits:
             await asyncio.sleep(pause)
             pause = self.concurrency.pause_left()
         size = len(request.content) if request.content else 0
-        await self.rate.admit(max(1, size // CHARS_PER_TOKEN))
+        await self.rate.admit(max(1, size // BODY_BYTES_PER_TOKEN))
 
     async def after_response(self, response: httpx.Response) -> None:
         """Count the answer or the 429 (with its retry-after)."""
