@@ -199,7 +199,8 @@ def test_a_server_that_cannot_start_says_why_in_the_error(tmp_path):
 
 def test_agent_mcp_add_of_a_missing_script_names_the_cause(tmp_path):
     missing = str(tmp_path / "gone.py")
-    with pytest.raises(ConfigError, match=r"failed to start: .* cannot open .*gone\.py"):
+    # Refused before anything starts: the error names the missing file.
+    with pytest.raises(ConfigError, match=r"no file '.*gone\.py'"):
         mcp_command(["add", "gone", "--", sys.executable, missing])
     assert "gone" not in KERNEL_SERVERS
 
@@ -305,11 +306,13 @@ def test_in_a_kernel_the_panel_shows_the_cause_and_the_cell_no_stderr(shared_ker
         # A missing script: the error says why, as a one-line usage error.
         missing = tmp_path / "gone_server.py"
         add = f"%agent mcp add gone -- {sys.executable} {missing}"
-        _reply, messages = shared_kernel.execute(add)
-        errors = [m["content"] for m in messages if m["msg_type"] == "error"]
-        assert errors and errors[0]["ename"] == "UsageError"
-        assert "cannot open" in errors[0]["evalue"] and "gone_server.py" in errors[0]["evalue"]
-        assert "Traceback" not in printed(messages)
+        reply, messages = shared_kernel.execute(add)
+        # IPython's own UsageError: one line on stderr, no red traceback.
+        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "UsageError"
+        assert [m for m in messages if m["msg_type"] == "error"] == []
+        line = printed(messages)
+        assert line.startswith("UsageError: ") and "gone_server.py" in line
+        assert "Traceback" not in line
     finally:
         shared_kernel.run("%agent mcp remove raw\nnbagent.REGISTRY.clear()")
 
