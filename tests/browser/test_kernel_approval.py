@@ -74,7 +74,12 @@ def test_code_is_shown_highlighted_and_runs_only_after_approve(
     assert code.inner_text().strip() == ("ran_by_agent = int(sales.revenue.sum())\nran_by_agent")
     assert code.locator("span").count() > 3  # highlighted tokens
     buttons = lab.chat.locator(".nbagent-chat-approval button")
-    assert buttons.all_inner_texts() == ["Approve", "Allow for this run", "Deny"]
+    assert buttons.all_inner_texts() == [
+        "Approve",
+        "Allow for this run",
+        "Always allow this tool",
+        "Deny",
+    ]
     turn = lab.turns.nth(0)
     assert turn.locator(".nba-answer").count() == 0  # nothing ran yet
     lab.chat.screenshot(path=str(artifacts / "lab-kernel-approval.png"))
