@@ -26,6 +26,12 @@ from ..families import family_capabilities
 from .decision import COPY_BIAS
 from .grammar import arguments_grammar, parse_call
 from .honesty import FigureGuard, failure_answer, known_figures
+from .kernel_mode import (
+    is_kernel_request,
+    kernel_candidates,
+    pick_tool,
+    result_answer,
+)
 from .prompts import (
     CALL_OPEN,
     call_instruction,
@@ -229,15 +235,27 @@ class LocalProvider:
                 put("event", TextChunk(failed))
                 finish("stop")
                 return
+        # --kernel: only the tools that need no code, answers from their results.
+        kernel = is_kernel_request(request)
+        if kernel and rounds:
+            shown = result_answer(rounds[-1].results)
+            if shown is not None:
+                put("event", TextChunk(shown))
+                finish("stop")
+                return
         candidates = []
         if request.tool_choice != "none" and rounds_this_turn(request) < self.max_tool_rounds:
             called = called_this_turn(request)
             candidates = [t for t in request.tools if t.name not in called]
+            if kernel:
+                candidates = kernel_candidates(candidates)
         if candidates:
             # 1. The decision: which of the tool names or "none" fits the request.
             spec = decide(loaded, request, candidates, usage, self.decision)
             if stop.is_set():
                 return
+            if kernel:  # a request about a variable inspects it; no free-written answer
+                spec = pick_tool(spec, candidates, request, last_user_text(request))
             if spec is not None:
                 # 2. The arguments: the call is prefilled up to "arguments": and the
                 # rest must match the tool's JSON schema.
