@@ -25,7 +25,7 @@ from ..base import (
 from ..families import family_capabilities
 from .decision import COPY_BIAS
 from .grammar import arguments_grammar, parse_call
-from .honesty import FigureGuard, failure_answer, known_figures
+from .honesty import FigureGuard, doubtful_note, failure_answer, known_figures
 from .kernel_mode import (
     is_kernel_request,
     kernel_candidates,
@@ -205,9 +205,12 @@ class LocalProvider:
         # applied to the answer only (a tool call's arguments follow the tool's grammar).
         answer_schema = extra.pop("json_schema", None)
 
+        doubtful: list[str] = []  # figures the answer's guard marked
+
         def finish(reason: str) -> None:
             put("event", UsageReport(usage))
-            put("event", Finished(reason, footer_data(loaded, time.perf_counter() - started)))
+            data = footer_data(loaded, time.perf_counter() - started, doubtful)
+            put("event", Finished(reason, data))
 
         def complete(
             messages: list[dict[str, str]],
@@ -282,10 +285,11 @@ class LocalProvider:
                     put("event", ToolCallReady(call))
                     finish("tool_call")
                 return
-        # 3. The answer, streamed token by token; figures nobody gave it are replaced.
-        # A typed answer decodes under its schema's grammar instead: replacing a figure
-        # would break the JSON, and the value is validated by the loop.
+        # 3. The answer, streamed token by token; figures nobody gave it are marked.
+        # A typed answer decodes under its schema's grammar instead: a mark would
+        # break the JSON (the loop checks its values against the prompt).
         guard = FigureGuard(known_figures(request))
+        doubtful = guard.doubtful
         checked = answer_schema is None
         shown: list[str] = []
 
@@ -382,13 +386,25 @@ def copy_bias(request: ModelRequest) -> list[list[Any]]:
     return [[text, COPY_BIAS] for text in sorted(texts)]
 
 
-def footer_data(loaded: LoadedModel, generation_s: float) -> dict[str, Any]:
-    """What the footer shows for an embedded-model answer (``provider_data``)."""
+def footer_data(
+    loaded: LoadedModel, generation_s: float, doubtful: list[str] | None = None
+) -> dict[str, Any]:
+    """What the footer shows for an embedded-model answer (``provider_data``).
+
+    ``doubtful``: the figures the answer marks (the footer says what the mark means
+    and lists the figures as written).
+    """
     load = load_average()
-    return {
-        "footer_note": (
-            f"load {load:.1f} · generated in {generation_s:.1f} s "
-            f"({loaded.threads} thread{'s' if loaded.threads != 1 else ''}) · {FOOTER_NOTE}"
-        ),
-        "local": {"load_average": load, "generation_s": generation_s, "threads": loaded.threads},
+    note = (
+        f"load {load:.1f} · generated in {generation_s:.1f} s "
+        f"({loaded.threads} thread{'s' if loaded.threads != 1 else ''}) · {FOOTER_NOTE}"
+    )
+    local: dict[str, Any] = {
+        "load_average": load,
+        "generation_s": generation_s,
+        "threads": loaded.threads,
     }
+    if doubtful:
+        note += " · " + doubtful_note(doubtful)
+        local["doubtful_figures"] = list(doubtful)
+    return {"footer_note": note, "local": local}
