@@ -61,6 +61,7 @@ class KnownFigures:
     """Each decimal figure, so a rounding of it counts as given (6.21 of 6.214)."""
 
     def add_text(self, text: str) -> None:
+        """Take in the figures of one source text (a message, a call's arguments, a result)."""
         for match in _FIGURE.finditer(text):
             figure = match.group(0).rstrip(".,:/-")
             forms = _forms(figure)

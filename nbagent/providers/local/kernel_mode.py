@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import re
 
-from ...messages import ToolResult, ToolSpec
+from ...messages import ToolRound, ToolSpec
 from ..base import ModelRequest
+from .answers import template_answer
 from .routing import request_words, words
 
 KERNEL_TOOLS = ("list_variables", "inspect_variable", "run_python")
@@ -36,7 +37,6 @@ NO_CODE_NOTE = (
 _INVENTORY_HEAD = "Its variables now:"
 # One inventory line: "sales: DataFrame 50 rows × 4 columns [region: str, month: int64]".
 _ENTRY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): (.*)$")
-_RESULT_CHARS = 3_000
 
 
 def is_kernel_request(request: ModelRequest) -> bool:
@@ -116,16 +116,7 @@ def variable_spec(spec: ToolSpec, request: ModelRequest, request_text: str) -> T
     return ToolSpec(spec.name, spec.description, parameters)
 
 
-def result_answer(results: list[ToolResult]) -> str | None:
+def result_answer(tool_round: ToolRound) -> str | None:
     """The answer after a kernel tool round: the results themselves and the one-line note."""
-    shown = [r for r in results if r.ok and r.name in RELIABLE]
-    if not shown:
-        return None
-    parts = []
-    for result in shown:
-        content = result.content.strip()
-        if len(content) > _RESULT_CHARS:
-            content = content[:_RESULT_CHARS].rstrip() + "\n…"
-        parts.append(f"{result.name} returned:\n```\n{content}\n```")
-    parts.append(NO_CODE_NOTE)
-    return "\n\n".join(parts)
+    shown = template_answer(tool_round, RELIABLE)
+    return None if shown is None else shown + "\n\n" + NO_CODE_NOTE

@@ -23,6 +23,7 @@ from ..base import (
     UsageReport,
 )
 from ..families import family_capabilities
+from .answers import template_answer
 from .decision import COPY_BIAS
 from .grammar import arguments_grammar, parse_call
 from .honesty import FigureGuard, doubtful_note, failure_answer, known_figures
@@ -76,6 +77,9 @@ class LocalProvider:
         decision: "combined" (model and retrieval scores, arguments grounded in the
             request) or "model" (the model's probabilities alone and arguments from
             the schema alone: the earlier steps, kept for comparisons).
+        answer_from_results: after a successful tool round, answer with the results
+            in a template instead of the model's words (default: for SmolLM2, whose
+            restatements were wrong; a larger GGUF writes its own answer).
     """
 
     name = "local"
@@ -100,6 +104,7 @@ class LocalProvider:
         n_threads: int | None = None,
         max_tool_rounds: int = 1,
         decision: str = "combined",
+        answer_from_results: bool | None = None,
     ) -> None:
         # base_url / api_key / http_client / retries / timeout mean nothing in process;
         # they are accepted so every adapter has the same constructor.
@@ -117,6 +122,9 @@ class LocalProvider:
         # tool instead of answering, so the default is one (raise it for bigger GGUFs).
         self.max_tool_rounds = max_tool_rounds
         self.decision = decision
+        self.answer_from_results = (
+            self.path is None if answer_from_results is None else answer_from_results
+        )
         import_runtime()  # fail early with the install hint
 
     def __repr__(self) -> str:
@@ -240,10 +248,13 @@ class LocalProvider:
                 return
         # --kernel: only the tools that need no code, answers from their results.
         kernel = is_kernel_request(request)
-        if kernel and rounds:
-            shown = result_answer(rounds[-1].results)
-            if shown is not None:
-                put("event", TextChunk(shown))
+        if rounds and (kernel or self.answer_from_results):
+            if kernel:
+                templated = result_answer(rounds[-1])
+            else:
+                templated = template_answer(rounds[-1])
+            if templated is not None:
+                put("event", TextChunk(templated))
                 finish("stop")
                 return
         candidates = []
