@@ -9,19 +9,19 @@ import pytest
 from nbagent import Agent, tool
 from nbagent.messages import Message, ToolCall, ToolResult, ToolRound
 from nbagent.providers.base import ModelRequest
-from nbagent.providers.local import UNSUPPORTED, FigureGuard, failure_answer
-from nbagent.providers.local.honesty import known_figures
+from nbagent.providers.local import DOUBTFUL, FigureGuard, failure_answer
+from nbagent.providers.local.honesty import KnownFigures, known_figures
 from nbagent.render import footer_text
 
 FIGURE = re.compile(r"\d+(?:[.,:/\-]\d+)*")
 
 
-def guarded(known: set[str], pieces: list[str]) -> str:
+def guarded(known: KnownFigures | set[str], pieces: list[str]) -> str:
     guard = FigureGuard(known)
     return "".join(guard.feed(p) for p in pieces) + guard.flush()
 
 
-def test_figures_nobody_gave_are_replaced_even_when_split_across_tokens():
+def test_figures_nobody_gave_are_marked_even_when_split_across_tokens():
     request = ModelRequest(
         system=None,
         messages=[
@@ -40,14 +40,52 @@ def test_figures_nobody_gave_are_replaced_even_when_split_across_tokens():
         ],
     )
     known = known_figures(request)
-    text = guarded(known, ["1234 + 43", "21 = 55", "67, so the answer is 5", "555."])
-    assert text == f"1234 + 4321 = {UNSUPPORTED}, so the answer is 5555."
+    guard = FigureGuard(known)
+    pieces = ["1234 + 43", "21 = 55", "67, so the answer is 5", "555."]
+    text = "".join(guard.feed(p) for p in pieces) + guard.flush()
+    # The invented figure stays visible, marked; the footer lists it (guard.doubtful).
+    assert text == f"1234 + 4321 = 5567{DOUBTFUL}, so the answer is 5555."
+    assert guard.doubtful == ["5567"]
     # Separators and trailing zeros do not make a given figure new.
     assert guarded({"1234.5"}, ["It is 1,234.50 ", "in total"]) == "It is 1,234.50 in total"
     # A list marker is not a claim; a date nobody gave is.
     assert guarded(set(), ["1. Paris\n2) Rome, since 1999"]) == (
-        f"1. Paris\n2) Rome, since {UNSUPPORTED}"
+        f"1. Paris\n2) Rome, since 1999{DOUBTFUL}"
     )
+
+
+def _known(*texts: str) -> KnownFigures:
+    known = KnownFigures()
+    for text in texts:
+        known.add_text(text)
+    return known
+
+
+def test_code_spans_code_blocks_and_urls_are_left_alone():
+    known = _known("total_revenue = 22560.81")
+    answer = [
+        "Use `round(total_revenue, 2)` or\n```python\nsales.head(10)\n```\n",
+        "see https://example.org/docs/v3/page?id=42 for more.",
+    ]
+    assert guarded(known, answer) == "".join(answer)
+
+
+def test_figures_match_with_their_units_and_the_tools_rounding():
+    tool = _known("10 km = 6.214 mile")
+    # The tool's figure rounded, with the unit in the plural: given.
+    assert guarded(tool, ["10 km ≈ 6.21 miles"]) == "10 km ≈ 6.21 miles"
+    assert guarded(tool, ["about 6.2 miles"]) == "about 6.2 miles"
+    # A figure the sources state with another unit is not vouched for by that unit.
+    inventory = _known("sales: DataFrame 50 rows × 4 columns", "max 12.000000")
+    guard = FigureGuard(inventory)
+    text = "".join(guard.feed(p) for p in ["sales has 50 rows and 1", "2 columns."]) + guard.flush()
+    assert text == f"sales has 50 rows and 12 columns{DOUBTFUL}."
+    assert guard.doubtful == ["12 columns"]
+
+
+def test_a_doubtful_figure_never_blanks_the_answer():
+    # The whole answer is one figure nobody gave: it stays, marked, not a placeholder.
+    assert guarded(set(), ["42"]) == f"42{DOUBTFUL}"
 
 
 def test_failed_and_denied_calls_are_answered_in_plain_words_without_results():
@@ -131,7 +169,11 @@ def test_answers_show_only_given_figures_and_the_footer_says_small_offline_model
     assert tool_round.calls[0].arguments == {"a": 17, "b": 25}
     assert tool_round.results[0].content == "42.0"
     allowed = {"17", "25", "42", "42.0", "0"}
-    assert set(FIGURE.findall(result.output.replace(UNSUPPORTED, ""))) <= allowed
+    marked = re.findall(FIGURE.pattern + r"[^\[\n]*?" + re.escape(DOUBTFUL), result.output)
+    unmarked = re.sub(FIGURE.pattern + r"[^\[\n]*?" + re.escape(DOUBTFUL), "", result.output)
+    assert set(FIGURE.findall(unmarked)) <= allowed
+    if marked:  # each marked figure is listed in the footer
+        assert "figure" in footer_text(result) and DOUBTFUL in footer_text(result)
     footer = footer_text(result)
     assert "small offline model: check important answers" in footer
     assert re.search(r"load \d+\.\d · generated in \d+\.\d s \(\d threads?\)", footer)

@@ -42,6 +42,10 @@ def test_demo_writes_notebook_html_and_prints_the_transcript(tmp_path, clean_env
     assert "loading the embedded model, then asking: Check the current weather in Oslo." in text
     assert "▸ Round 1 · get_weather · ok" in text
     assert 'get_weather(city="Oslo") -> ok' in text
+    # The answers say what the tool returned, and nothing contrary to it (issue 20.4).
+    assert 'get_weather(city="Oslo") returned: 4 °C, light snow' in text
+    assert 'get_weather(city="Berlin") returned: 11 °C, cloudy' in text
+    assert "sunny" not in text
     assert "— local · 1 round" in text
     # The later Agent.run_sync cell prints in the same plain form (not Markdown, not a repr).
     assert text.count("▸ Round 1 · get_weather") == 2

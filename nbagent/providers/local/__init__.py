@@ -26,7 +26,7 @@ between two tokens when cancelled (``provider.py``).
 from __future__ import annotations
 
 from .grammar import arguments_grammar, request_numbers
-from .honesty import UNSUPPORTED, FigureGuard, failure_answer
+from .honesty import DOUBTFUL, FigureGuard, failure_answer
 from .prompts import CALL_OPEN, call_instruction, chat_messages, decision_messages
 from .provider import FOOTER_NOTE, LocalProvider
 from .routing import decide, retrieval_scores
@@ -45,7 +45,7 @@ __all__ = [
     "DEFAULT_CTX",
     "FOOTER_NOTE",
     "INSTALL_HINT",
-    "UNSUPPORTED",
+    "DOUBTFUL",
     "FigureGuard",
     "LoadedModel",
     "LocalProvider",

@@ -23,9 +23,16 @@ from ..base import (
     UsageReport,
 )
 from ..families import family_capabilities
+from .answers import template_answer
 from .decision import COPY_BIAS
 from .grammar import arguments_grammar, parse_call
-from .honesty import FigureGuard, failure_answer, known_figures
+from .honesty import FigureGuard, doubtful_note, failure_answer, known_figures
+from .kernel_mode import (
+    is_kernel_request,
+    kernel_candidates,
+    pick_tool,
+    result_answer,
+)
 from .prompts import (
     CALL_OPEN,
     call_instruction,
@@ -70,6 +77,9 @@ class LocalProvider:
         decision: "combined" (model and retrieval scores, arguments grounded in the
             request) or "model" (the model's probabilities alone and arguments from
             the schema alone: the earlier steps, kept for comparisons).
+        answer_from_results: after a successful tool round, answer with the results
+            in a template instead of the model's words (default: for SmolLM2, whose
+            restatements were wrong; a larger GGUF writes its own answer).
     """
 
     name = "local"
@@ -94,6 +104,7 @@ class LocalProvider:
         n_threads: int | None = None,
         max_tool_rounds: int = 1,
         decision: str = "combined",
+        answer_from_results: bool | None = None,
     ) -> None:
         # base_url / api_key / http_client / retries / timeout mean nothing in process;
         # they are accepted so every adapter has the same constructor.
@@ -111,6 +122,9 @@ class LocalProvider:
         # tool instead of answering, so the default is one (raise it for bigger GGUFs).
         self.max_tool_rounds = max_tool_rounds
         self.decision = decision
+        self.answer_from_results = (
+            self.path is None if answer_from_results is None else answer_from_results
+        )
         import_runtime()  # fail early with the install hint
 
     def __repr__(self) -> str:
@@ -199,9 +213,12 @@ class LocalProvider:
         # applied to the answer only (a tool call's arguments follow the tool's grammar).
         answer_schema = extra.pop("json_schema", None)
 
+        doubtful: list[str] = []  # figures the answer's guard marked
+
         def finish(reason: str) -> None:
             put("event", UsageReport(usage))
-            put("event", Finished(reason, footer_data(loaded, time.perf_counter() - started)))
+            data = footer_data(loaded, time.perf_counter() - started, doubtful)
+            put("event", Finished(reason, data))
 
         def complete(
             messages: list[dict[str, str]],
@@ -229,15 +246,30 @@ class LocalProvider:
                 put("event", TextChunk(failed))
                 finish("stop")
                 return
+        # --kernel: only the tools that need no code, answers from their results.
+        kernel = is_kernel_request(request)
+        if rounds and (kernel or self.answer_from_results):
+            if kernel:
+                templated = result_answer(rounds[-1])
+            else:
+                templated = template_answer(rounds[-1])
+            if templated is not None:
+                put("event", TextChunk(templated))
+                finish("stop")
+                return
         candidates = []
         if request.tool_choice != "none" and rounds_this_turn(request) < self.max_tool_rounds:
             called = called_this_turn(request)
             candidates = [t for t in request.tools if t.name not in called]
+            if kernel:
+                candidates = kernel_candidates(candidates)
         if candidates:
             # 1. The decision: which of the tool names or "none" fits the request.
             spec = decide(loaded, request, candidates, usage, self.decision)
             if stop.is_set():
                 return
+            if kernel:  # a request about a variable inspects it; no free-written answer
+                spec = pick_tool(spec, candidates, request, last_user_text(request))
             if spec is not None:
                 # 2. The arguments: the call is prefilled up to "arguments": and the
                 # rest must match the tool's JSON schema.
@@ -264,10 +296,11 @@ class LocalProvider:
                     put("event", ToolCallReady(call))
                     finish("tool_call")
                 return
-        # 3. The answer, streamed token by token; figures nobody gave it are replaced.
-        # A typed answer decodes under its schema's grammar instead: replacing a figure
-        # would break the JSON, and the value is validated by the loop.
+        # 3. The answer, streamed token by token; figures nobody gave it are marked.
+        # A typed answer decodes under its schema's grammar instead: a mark would
+        # break the JSON (the loop checks its values against the prompt).
         guard = FigureGuard(known_figures(request))
+        doubtful = guard.doubtful
         checked = answer_schema is None
         shown: list[str] = []
 
@@ -364,13 +397,25 @@ def copy_bias(request: ModelRequest) -> list[list[Any]]:
     return [[text, COPY_BIAS] for text in sorted(texts)]
 
 
-def footer_data(loaded: LoadedModel, generation_s: float) -> dict[str, Any]:
-    """What the footer shows for an embedded-model answer (``provider_data``)."""
+def footer_data(
+    loaded: LoadedModel, generation_s: float, doubtful: list[str] | None = None
+) -> dict[str, Any]:
+    """What the footer shows for an embedded-model answer (``provider_data``).
+
+    ``doubtful``: the figures the answer marks (the footer says what the mark means
+    and lists the figures as written).
+    """
     load = load_average()
-    return {
-        "footer_note": (
-            f"load {load:.1f} · generated in {generation_s:.1f} s "
-            f"({loaded.threads} thread{'s' if loaded.threads != 1 else ''}) · {FOOTER_NOTE}"
-        ),
-        "local": {"load_average": load, "generation_s": generation_s, "threads": loaded.threads},
+    note = (
+        f"load {load:.1f} · generated in {generation_s:.1f} s "
+        f"({loaded.threads} thread{'s' if loaded.threads != 1 else ''}) · {FOOTER_NOTE}"
+    )
+    local: dict[str, Any] = {
+        "load_average": load,
+        "generation_s": generation_s,
+        "threads": loaded.threads,
     }
+    if doubtful:
+        note += " · " + doubtful_note(doubtful)
+        local["doubtful_figures"] = list(doubtful)
+    return {"footer_note": note, "local": local}
