@@ -382,8 +382,9 @@ class ChatWidget(anywidget.AnyWidget):
             waiting = ", ".join(self._pending) or "none"
             raise KeyError(f"no call {call_id!r} is waiting for approval (waiting: {waiting})")
         future = entry[1]
-        if not future.done():
-            future.set_result(approved)
+        # The run may wait on another thread's event loop (nbagent's): wake that loop, as
+        # a result set from here would sit unseen until something else woke it.
+        future.get_loop().call_soon_threadsafe(_settle, future, approved)
         self._remove_approval(call_id)
 
     def _remove_approval(self, call_id: str) -> None:
@@ -410,6 +411,12 @@ def _latest_id(options: dict[str, Any]) -> str:
     if store is None:
         raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
     return store.resolve_id(None)
+
+
+def _settle(future: asyncio.Future[bool], approved: bool) -> None:
+    """Give a waiting approval its answer (on the future's own loop), once."""
+    if not future.done():
+        future.set_result(approved)
 
 
 def _approval_state(call: ToolCall) -> dict[str, str]:

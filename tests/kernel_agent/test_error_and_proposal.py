@@ -43,6 +43,8 @@ def test_last_error_names_the_cell_and_the_exception(shared_kernel: Kernel) -> N
 
 def test_propose_cell_puts_the_code_in_a_new_cell_below(shared_kernel: Kernel) -> None:
     code = "sales.plot(x='month', y='revenue')"
+    # A kernel shared with other tests: no `sales` of theirs either.
+    shared_kernel.run("globals().pop('sales', None)")
     shared_kernel.run(SETUP + f"\nmodel = use('propose_cell', code={code!r})")
     reply, _ = shared_kernel.execute("%%agent\npropose a plot")
     assert reply["content"]["status"] == "ok"
