@@ -1,6 +1,10 @@
 """Soak: thousands of runs in one process, history on. Does anything grow?
 
-Run: ``python benchmarks/soak.py [--runs 2000] [--every 10]``
+Run: ``python benchmarks/soak.py [--runs 2000] [--every 10] [--full]``
+
+``--full`` adds the kernel tools (``list_variables`` and ``inspect_variable`` on this
+process's variables) and a tool of a real MCP server over stdio (the tests' demo
+server's ``add``, as ``mcp_add``) to every run's round.
 
 Each run is one tool round and an answer: a ScriptedModel asks for ``add(a, b)``
 (a sync tool) and ``twice(x)`` (an async tool), then answers. Every
@@ -45,7 +49,7 @@ def snapshot() -> dict[str, float]:
     return {"rss_mb": rss_mb(), "threads": threading.active_count(), "fds": open_fds()}
 
 
-def build_agent() -> Any:
+def build_agent(full: bool = False) -> Any:
     from nbagent import Agent, tool
     from nbagent.testing import ScriptedModel, call, reply
 
@@ -60,12 +64,31 @@ def build_agent() -> Any:
         await asyncio.sleep(0)
         return 2 * x
 
+    tools: list[Any] = [add, twice]
+    if full:
+        from nbagent.mcp import MCPServer
+
+        demo = ROOT / "tests" / "ecosystem" / "servers" / "demo_mcp.py"
+        tools.append(MCPServer.stdio(sys.executable, [str(demo)], allow=["add"], prefix="mcp"))
+
+    def round_calls() -> list[Any]:
+        calls = [call("add", a=2, b=3), call("twice", x=4)]
+        if full:
+            calls += [
+                call("mcp_add", a=1, b=2),
+                call("list_variables"),
+                call("inspect_variable", name="SOAK_FRAME"),
+            ]
+        return calls
+
     def script(request: Any) -> Any:
         if not request.tool_results:
-            return reply(calls=[call("add", a=2, b=3), call("twice", x=4)])
+            return reply(calls=round_calls())
+        failed = [r.content for r in request.tool_results if not r.ok]
+        assert not failed, failed
         return "The sum is 5 and twice 4 is 8."
 
-    return Agent(ScriptedModel(script), tools=[add, twice])
+    return Agent(ScriptedModel(script), tools=tools, kernel=full)
 
 
 def main() -> None:
@@ -73,11 +96,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--every", type=int, default=10, help="runs per conversation")
     parser.add_argument("--window", type=int, default=100, help="runs per reported window")
+    parser.add_argument("--full", action="store_true", help="kernel tools and an MCP tool too")
     args = parser.parse_args()
 
     home = tempfile.mkdtemp(prefix="nbagent-soak-")
     os.environ["NBAGENT_HOME"] = home  # history on, in a folder of its own
-    agent = build_agent()
+    if args.full:
+        import pandas as pd
+
+        globals()["SOAK_FRAME"] = pd.DataFrame({"x": range(100), "y": range(100)})
+    agent = build_agent(args.full)
     times: list[float] = []
     agent.run_sync("warm up")
     agent.reset()
@@ -98,7 +126,10 @@ def main() -> None:
             marks.append((n + 1, snapshot()))
     total = time.perf_counter() - began
     db = sum(p.stat().st_size for p in Path(home).rglob("*") if p.is_file())
-    print(f"{args.runs} runs (ScriptedModel, a sync and an async tool per run), "
+    what = (
+        "a sync, an async, an MCP and two kernel tools" if args.full else "a sync and an async tool"
+    )
+    print(f"{args.runs} runs (ScriptedModel, {what} per run), "
           f"history on ({db / 1e6:.1f} MB written), {total:.1f} s")  # fmt: skip
     print(f"{'after run':>9} {'RSS MB':>8} {'threads':>8} {'fds':>5}")
     for n, mark in marks:
