@@ -179,14 +179,10 @@ class AgentMagics(Magics):
         self.last_run: LiveRun | None = None
 
     @property
-    def _ns(self) -> dict[str, Any]:
-        assert self.shell is not None
-        return self.shell.user_ns
-
-    @property
     def user_namespace(self) -> dict[str, Any]:
         """The notebook's variables (the shell's user namespace)."""
-        return self._ns
+        assert self.shell is not None
+        return self.shell.user_ns
 
     # -- the agent ---------------------------------------------------------------------
 
@@ -204,7 +200,7 @@ class AgentMagics(Magics):
     def set_model(self, spec: Any) -> Agent:
         """Switch model, keeping the conversation (an Agent object is adopted whole)."""
         if isinstance(spec, str) and spec.isidentifier():
-            value = self._ns.get(spec)
+            value = self.user_namespace.get(spec)
             if isinstance(value, Agent) or _is_provider(value):
                 spec = value  # else a model string such as "local" or "scripted"
         if isinstance(spec, Agent):
@@ -273,7 +269,7 @@ class AgentMagics(Magics):
         overrides = self._overrides(args)
         if not args.out.isidentifier() or keyword.iskeyword(args.out):
             raise usage_error(f"--out {args.out!r} is not a valid variable name.")
-        fields = interpolate_fields(cell, self._ns)
+        fields = interpolate_fields(cell, self.user_namespace)
         prompt = fields.text.strip()
         if not prompt:
             raise usage_error("%%agent: write the prompt in the cell body.")
@@ -311,7 +307,7 @@ class AgentMagics(Magics):
 
     def _store(self, name: str, result: RunResult | None) -> None:
         if result is not None:
-            self._ns[name] = result
+            self.user_namespace[name] = result
 
     def _overrides(self, args: Any) -> dict[str, Any]:
         """This cell's run options: each argument named after a run setting, checked by it."""
@@ -335,7 +331,9 @@ class AgentMagics(Magics):
     def _output_type(self, spec: str) -> Any:
         """``--output-type City`` or ``list[City]``: evaluated in the notebook's namespace."""
         try:
-            return eval(spec, self._ns)  # the user's own expression, on the cell's thread
+            return eval(
+                spec, self.user_namespace
+            )  # the user's own expression, on the cell's thread
         except Exception as exc:
             raise usage_error(f"--output-type {spec!r}: {type(exc).__name__}: {exc}") from None
 
@@ -348,7 +346,7 @@ class AgentMagics(Magics):
             if name in REGISTRY:
                 found.append(REGISTRY[name])
                 continue
-            value = self._ns.get(name)
+            value = self.user_namespace.get(name)
             if isinstance(value, Tool):
                 found.append(value)
             elif callable(value) and not isinstance(value, type):
@@ -359,7 +357,9 @@ class AgentMagics(Magics):
             else:
                 known = ", ".join(sorted(REGISTRY)) or "none"
                 functions = [
-                    n for n, v in self._ns.items() if callable(v) and not n.startswith("_")
+                    n
+                    for n, v in self.user_namespace.items()
+                    if callable(v) and not n.startswith("_")
                 ]
                 hint = did_you_mean(name, [*REGISTRY, *functions])
                 raise usage_error(

@@ -12,6 +12,7 @@ from nbagent import Agent, ConfigError
 from nbagent.kernel import KERNEL_TOOL_NAMES, KernelTools
 from nbagent.testing import ScriptedModel, call, reply
 from nbagent.tools import Tool, ToolSource
+from tests.support.registry import empty_registry
 
 
 class Units(ToolSource):
@@ -49,12 +50,8 @@ class Units(ToolSource):
 
 @pytest.fixture
 def registry():
-    saved = dict(nbagent.REGISTRY)
-    nbagent.REGISTRY.clear()
-    yield nbagent.REGISTRY
-    nbagent.REGISTRY.clear()
-    for t in saved.values():
-        nbagent.REGISTRY.add(t)
+    with empty_registry() as emptied:
+        yield emptied
 
 
 def script(request):

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import nbagent
 from nbagent import ConfigError
 from nbagent._internal.threads import run_in_background
 from nbagent.mcp import KERNEL_SERVERS, MCPError, MCPServer, add_server, servers_from_config
@@ -22,17 +21,14 @@ from nbagent.mcp.commands import mcp_command
 from nbagent.testing import call, reply
 from tests.ecosystem.test_mcp import DEMO, alive, wait_gone
 from tests.support.agents import scripted_agent
+from tests.support.registry import empty_registry
 
 
 @pytest.fixture(autouse=True)
-def empty_registry():
+def no_other_tools():
     """Servers are added kernel-wide: other modules' @tool functions (a `fail`) stay out."""
-    saved = dict(nbagent.REGISTRY)
-    nbagent.REGISTRY.clear()
-    yield
-    nbagent.REGISTRY.clear()
-    for tool in saved.values():
-        nbagent.REGISTRY.add(tool)
+    with empty_registry():
+        yield
 
 
 RAW = str(Path(__file__).parent / "servers" / "raw_mcp.py")

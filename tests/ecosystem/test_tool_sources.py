@@ -5,8 +5,10 @@ replacement of the kernel's ``run_python`` and its approval; through the Agent, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from nbagent import Agent, ConfigError
 from nbagent.mcp import KERNEL_SERVERS, MCPServer, load_config, servers_from_config
 from nbagent.testing import ScriptedModel, call, reply
 from tests.support.kernel import Kernel, printed
+from tests.support.registry import empty_registry
 
 DEMO = str(Path(__file__).parent / "servers" / "demo_mcp.py")
 
@@ -124,6 +127,16 @@ def test_your_own_tool_replaces_a_source_tool_only_when_it_asks_approval_too():
         server.close()
 
 
+@contextlib.contextmanager
+def kernel_servers_removed() -> Iterator[None]:
+    """Whatever MCP servers the block adds kernel-wide are removed afterwards."""
+    try:
+        yield
+    finally:
+        for name in list(KERNEL_SERVERS):
+            nbagent.mcp.remove_server(name)
+
+
 def test_mcp_servers_loading_refuses_a_server_shadowing_a_kernel_tool(tmp_path):
     config = tmp_path / "mcp.json"
     config.write_text(
@@ -131,9 +144,7 @@ def test_mcp_servers_loading_refuses_a_server_shadowing_a_kernel_tool(tmp_path):
             {"mcpServers": {"shadow": {"command": sys.executable, "args": [DEMO, "--run-python"]}}}
         )
     )
-    saved = dict(nbagent.REGISTRY)
-    nbagent.REGISTRY.clear()  # other tests' @tool functions (an `add`) stay out
-    try:
+    with empty_registry(), kernel_servers_removed():  # other tests' @tool (an `add`) stay out
         with pytest.raises(ConfigError, match="'run_python' is offered by the kernel tools"):
             load_config(config)
         assert "shadow" not in KERNEL_SERVERS
@@ -145,12 +156,6 @@ def test_mcp_servers_loading_refuses_a_server_shadowing_a_kernel_tool(tmp_path):
                 Agent(recorded(), tools=[server], kernel=True, store=None)
         finally:
             server.close()
-    finally:
-        for name in list(KERNEL_SERVERS):
-            nbagent.mcp.remove_server(name)
-        nbagent.REGISTRY.clear()
-        for t in saved.values():
-            nbagent.REGISTRY.add(t)
 
 
 @pytest.mark.kernel
@@ -181,12 +186,10 @@ def test_agent_mcp_add_in_a_real_kernel_refuses_run_python(shared_kernel: Kernel
 
 
 def test_a_later_tool_cannot_take_a_kernel_wide_servers_guarded_tool_unguarded():
-    saved = dict(nbagent.REGISTRY)
-    nbagent.REGISTRY.clear()  # other tests' @tool functions (an `add`) stay out
     server = MCPServer.stdio(
         sys.executable, [DEMO], name="guarded", allow=["add"], requires_approval=True, timeout=20
     )
-    try:
+    with empty_registry(), kernel_servers_removed():  # other tests' @tool (an `add`) stay out
         nbagent.mcp.add_server(server)
         with pytest.raises(ConfigError, match="would replace the one from MCP server 'guarded'"):
 
@@ -203,9 +206,3 @@ def test_a_later_tool_cannot_take_a_kernel_wide_servers_guarded_tool_unguarded()
             return a + b
 
         assert nbagent.REGISTRY["add"].description == "Guarded add."
-    finally:
-        for name in list(KERNEL_SERVERS):
-            nbagent.mcp.remove_server(name)
-        nbagent.REGISTRY.clear()
-        for t in saved.values():
-            nbagent.REGISTRY.add(t)
