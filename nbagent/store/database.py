@@ -92,7 +92,7 @@ class Database:
         with self._lock:
             self._close_connection()
 
-    def _close_connection(self) -> None:
+    def _close_connection(self, *, from_finalizer: bool = False) -> None:
         """Close the SQLite connection, then let go of the header reader (in that order)."""
         db, self._db = self._db, None
         try:
@@ -101,13 +101,15 @@ class Database:
         finally:
             header, self._header = getattr(self, "_header", None), None
             if header is not None:
-                header.release()
+                header.release(wait=not from_finalizer)
 
     def __del__(self) -> None:
         # A forgotten Store must not leave its connection to the garbage collector
-        # (which warns about it in newer Pythons).
+        # (which warns about it in newer Pythons). The collector may run this on a
+        # thread that is inside _HeaderReader.acquire (an allocation there triggers a
+        # collection), so the header is let go without waiting for the registry.
         try:
-            self._close_connection()
+            self._close_connection(from_finalizer=True)
         except Exception:
             pass
 
@@ -344,6 +346,9 @@ class _HeaderReader:
 
     _open: dict[tuple[int, int], _HeaderReader] = {}
     _registry_lock = threading.Lock()
+    _deferred: list[_HeaderReader] = []
+    """Released by a garbage collection that found the registry busy; handled at the next
+    acquire or release (``list.append`` needs no lock)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -355,6 +360,7 @@ class _HeaderReader:
         if not hasattr(os, "pread"):
             return None  # Windows: no POSIX locks to lose, and an open file cannot be replaced
         with cls._registry_lock:
+            cls._release_deferred()
             reader = cls._open.get(identity)
             if reader is None:
                 fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -377,15 +383,36 @@ class _HeaderReader:
         except OSError:
             return SQLITE_HEADER  # unreadable now: let SQLite report what it finds
 
-    def release(self) -> None:
-        """One user fewer; the last one closes the descriptor."""
-        with self._registry_lock:
-            self.users -= 1
-            if self.users > 0:
-                return
-            for key, reader in list(self._open.items()):
-                if reader is self:
-                    del self._open[key]
+    def release(self, *, wait: bool = True) -> None:
+        """One user fewer; the last one closes the descriptor.
+
+        With ``wait`` False (a finalizer) a busy registry is not waited for: its holder
+        may be this very thread, interrupted by the garbage collector, and waiting would
+        hang it for good. The release is then left to the registry's next user.
+        """
+        if not self._registry_lock.acquire(blocking=wait):
+            self._deferred.append(self)
+            return
+        try:
+            self._release_deferred()
+            self._drop_user()
+        finally:
+            self._registry_lock.release()
+
+    @classmethod
+    def _release_deferred(cls) -> None:
+        """Finish the releases a finalizer left (the registry lock is held)."""
+        while cls._deferred:
+            cls._deferred.pop()._drop_user()
+
+    def _drop_user(self) -> None:
+        """One user fewer (the registry lock is held); the last one closes the descriptor."""
+        self.users -= 1
+        if self.users > 0:
+            return
+        for key, reader in list(self._open.items()):
+            if reader is self:
+                del self._open[key]
         os.close(self.fd)
 
 

@@ -100,3 +100,42 @@ def test_two_processes_each_writing_100_runs(tmp_path: Path, history_db: Path) -
     first, second = range(50), range(50, 100)
     assert max(rowids("A", first)) < min(rowids("B", second))
     assert max(rowids("B", first)) < min(rowids("A", second))
+
+
+GARBAGE = textwrap.dedent(
+    """
+    import faulthandler, gc, os, sys, tempfile
+    from nbagent import Agent
+
+    faulthandler.dump_traceback_later(120, exit=True)  # a hang fails with every stack
+    from nbagent.testing import ScriptedModel
+
+    # Agents kept alive by a cycle (as a notebook's objects often are) are freed by the
+    # garbage collector whenever it next runs: on any thread, at any allocation, also
+    # while nbagent is opening the next history file. Many thresholds move that moment.
+    for threshold in range(1, 301):
+        gc.set_threshold(threshold, 1, 1)
+        os.environ["NBAGENT_HOME"] = tempfile.mkdtemp(dir=sys.argv[1])
+        agent = Agent(ScriptedModel(lambda request: "hi"))
+        agent.itself = agent
+        assert agent.run_sync("x").output == "hi"
+        del agent
+    print("done")
+    """
+)
+
+
+def test_garbage_collection_while_a_history_file_opens_never_hangs_the_runs(
+    tmp_path: Path,
+) -> None:
+    # A forgotten Store closed by the collector inside the opening of another history
+    # file used to wait for a lock its own thread held: every later run hung for good.
+    script = tmp_path / "garbage.py"
+    script.write_text(GARBAGE)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "done"
+    # Every run was saved, each in its own file.
+    assert len(list(tmp_path.glob("tmp*/history.db"))) == 300
