@@ -54,6 +54,7 @@ from .runtime import (
     load_model,
     smollm2_path,
 )
+from .typed_check import doubtful_records, source_text
 
 FOOTER_NOTE = "small offline model: check important answers"
 DEFAULT_MAX_TOKENS = 384
@@ -214,10 +215,11 @@ class LocalProvider:
         answer_schema = extra.pop("json_schema", None)
 
         doubtful: list[str] = []  # figures the answer's guard marked
+        doubtful_typed: list[str] = []  # records of a typed answer not found in the prompt
 
         def finish(reason: str) -> None:
             put("event", UsageReport(usage))
-            data = footer_data(loaded, time.perf_counter() - started, doubtful)
+            data = footer_data(loaded, time.perf_counter() - started, doubtful, doubtful_typed)
             put("event", Finished(reason, data))
 
         def complete(
@@ -323,6 +325,8 @@ class LocalProvider:
         if rest:
             shown.append(rest)
             put("event", TextChunk(rest))
+        if answer_schema is not None:  # valid by construction; are its values in the prompt?
+            doubtful_typed[:] = doubtful_records("".join(shown), source_text(request))
         finish("stop" if "".join(shown).strip() else "empty")
 
     def _stream_fitted(
@@ -398,12 +402,16 @@ def copy_bias(request: ModelRequest) -> list[list[Any]]:
 
 
 def footer_data(
-    loaded: LoadedModel, generation_s: float, doubtful: list[str] | None = None
+    loaded: LoadedModel,
+    generation_s: float,
+    doubtful: list[str] | None = None,
+    records: list[str] | None = None,
 ) -> dict[str, Any]:
     """What the footer shows for an embedded-model answer (``provider_data``).
 
     ``doubtful``: the figures the answer marks (the footer says what the mark means
-    and lists the figures as written).
+    and lists the figures as written). ``records``: the typed answer's records with
+    a value not found in the prompt (``local.doubtful_records``).
     """
     load = load_average()
     note = (
@@ -418,4 +426,7 @@ def footer_data(
     if doubtful:
         note += " · " + doubtful_note(doubtful)
         local["doubtful_figures"] = list(doubtful)
+    if records:
+        note += f" · doubtful: {'; '.join(records)}"
+        local["doubtful_records"] = list(records)
     return {"footer_note": note, "local": local}
