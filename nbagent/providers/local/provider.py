@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, ProviderError
-from ...messages import Usage
+from ...messages import ToolCall, Usage, new_id
 from ..base import (
     Capabilities,
     Finished,
@@ -28,6 +28,7 @@ from .decision import COPY_BIAS
 from .grammar import arguments_grammar, parse_call
 from .honesty import FigureGuard, doubtful_note, failure_answer, known_figures
 from .kernel_mode import (
+    fixed_arguments,
     is_kernel_request,
     kernel_candidates,
     pick_tool,
@@ -272,6 +273,12 @@ class LocalProvider:
                 return
             if kernel:  # a request about a variable inspects it; no free-written answer
                 spec = pick_tool(spec, candidates, request, last_user_text(request))
+                fixed = None if spec is None else fixed_arguments(spec)
+                if spec is not None and fixed is not None:  # nothing left to choose
+                    chosen = ToolCall(new_id("call_"), spec.name, fixed, json.dumps(fixed))
+                    put("event", ToolCallReady(chosen))
+                    finish("tool_call")
+                    return
             if spec is not None:
                 # 2. The arguments: the call is prefilled up to "arguments": and the
                 # rest must match the tool's JSON schema.
