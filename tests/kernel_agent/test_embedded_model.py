@@ -7,6 +7,7 @@ tools' results, and it says in one line why it does not run code.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 
@@ -41,6 +42,15 @@ print(json.dumps({
     "text": str(result.output),
 }))
 """
+
+
+@pytest.fixture(autouse=True)
+def _leave_the_shared_kernel_clean(shared_kernel: Kernel) -> Iterator[None]:
+    yield
+    # Other modules' tests share the kernel and rely on `sales` not existing there.
+    shared_kernel.run(
+        "for _n in ('sales', 'agent', 'rng', 'result', 'rounds'):\n    globals().pop(_n, None)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -105,3 +105,43 @@ async def test_a_tool_call_keeps_its_own_grammar_and_the_answer_follows_the_sche
         forced=False,
     )
     assert set(json.loads(await answer(local, plain))) == {"name", "population"}
+
+
+class Item(BaseModel):
+    name: str
+    quantity: int
+    unit_price: float
+
+
+SHOPPING = "3 blue mugs at $4.50, a dozen pencils (0.35 apiece), 2 notebooks for 2.99"
+
+
+def test_values_not_in_the_prompt_make_a_record_doubtful():
+    from nbagent.providers.local.typed_check import doubtful_records
+
+    answer = json.dumps(
+        {
+            "value": [
+                {"name": "Blue Mug", "quantity": 3, "unit_price": 4.5},
+                {"name": "Dollar", "quantity": 2, "unit_price": 2.99},
+                {"name": "notebooks", "quantity": 2, "unit_price": 2.99},
+            ]
+        }
+    )
+    assert doubtful_records(answer, SHOPPING) == ['record 2: "Dollar" not in the prompt']
+
+
+def test_typed_records_on_the_real_model_are_checked_against_the_prompt(local):
+    agent = Agent("local", tools=[], store=None)
+    result = agent.run_sync(SHOPPING, output_type=list[Item])
+    assert result.stop_reason == "complete"
+    records = (result.message.provider_data or {})["local"].get("doubtful_records", [])
+    # Every record whose values are not all in the prompt is listed, none other.
+    for index, item in enumerate(result.output, start=1):
+        found = item.name.lower() in SHOPPING.lower() and str(item.quantity) in SHOPPING
+        listed = any(line.startswith(f"record {index}:") for line in records)
+        assert listed or found, (item, records)
+    if records:  # and the footer says so
+        from nbagent.render import footer_text
+
+        assert "doubtful: record" in footer_text(result)

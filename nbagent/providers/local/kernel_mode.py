@@ -95,6 +95,22 @@ def pick_tool(
     return None if chosen is None else variable_spec(chosen, request, text)
 
 
+def fixed_arguments(spec: ToolSpec) -> dict[str, object] | None:
+    """The call's arguments when the schema leaves one choice each (None: the model writes them).
+
+    ``list_variables`` takes none; ``inspect_variable`` with one matching variable
+    takes its name: no generation is needed, so none is spent.
+    """
+    properties = spec.parameters.get("properties") or {}
+    arguments: dict[str, object] = {}
+    for name in spec.parameters.get("required") or []:
+        values = (properties.get(name) or {}).get("enum") or []
+        if len(values) != 1:
+            return None
+        arguments[name] = values[0]
+    return arguments
+
+
 def variable_spec(spec: ToolSpec, request: ModelRequest, request_text: str) -> ToolSpec:
     """``inspect_variable`` whose ``name`` must be a variable the request points at.
 

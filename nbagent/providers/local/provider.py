@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, ProviderError
-from ...messages import Usage
+from ...messages import ToolCall, Usage, new_id
 from ..base import (
     Capabilities,
     Finished,
@@ -28,6 +28,7 @@ from .decision import COPY_BIAS
 from .grammar import arguments_grammar, parse_call
 from .honesty import FigureGuard, doubtful_note, failure_answer, known_figures
 from .kernel_mode import (
+    fixed_arguments,
     is_kernel_request,
     kernel_candidates,
     pick_tool,
@@ -54,6 +55,7 @@ from .runtime import (
     load_model,
     smollm2_path,
 )
+from .typed_check import doubtful_records, source_text
 
 FOOTER_NOTE = "small offline model: check important answers"
 DEFAULT_MAX_TOKENS = 384
@@ -214,10 +216,11 @@ class LocalProvider:
         answer_schema = extra.pop("json_schema", None)
 
         doubtful: list[str] = []  # figures the answer's guard marked
+        doubtful_typed: list[str] = []  # records of a typed answer not found in the prompt
 
         def finish(reason: str) -> None:
             put("event", UsageReport(usage))
-            data = footer_data(loaded, time.perf_counter() - started, doubtful)
+            data = footer_data(loaded, time.perf_counter() - started, doubtful, doubtful_typed)
             put("event", Finished(reason, data))
 
         def complete(
@@ -270,6 +273,12 @@ class LocalProvider:
                 return
             if kernel:  # a request about a variable inspects it; no free-written answer
                 spec = pick_tool(spec, candidates, request, last_user_text(request))
+                fixed = None if spec is None else fixed_arguments(spec)
+                if spec is not None and fixed is not None:  # nothing left to choose
+                    chosen = ToolCall(new_id("call_"), spec.name, fixed, json.dumps(fixed))
+                    put("event", ToolCallReady(chosen))
+                    finish("tool_call")
+                    return
             if spec is not None:
                 # 2. The arguments: the call is prefilled up to "arguments": and the
                 # rest must match the tool's JSON schema.
@@ -323,6 +332,8 @@ class LocalProvider:
         if rest:
             shown.append(rest)
             put("event", TextChunk(rest))
+        if answer_schema is not None:  # valid by construction; are its values in the prompt?
+            doubtful_typed[:] = doubtful_records("".join(shown), source_text(request))
         finish("stop" if "".join(shown).strip() else "empty")
 
     def _stream_fitted(
@@ -398,12 +409,16 @@ def copy_bias(request: ModelRequest) -> list[list[Any]]:
 
 
 def footer_data(
-    loaded: LoadedModel, generation_s: float, doubtful: list[str] | None = None
+    loaded: LoadedModel,
+    generation_s: float,
+    doubtful: list[str] | None = None,
+    records: list[str] | None = None,
 ) -> dict[str, Any]:
     """What the footer shows for an embedded-model answer (``provider_data``).
 
     ``doubtful``: the figures the answer marks (the footer says what the mark means
-    and lists the figures as written).
+    and lists the figures as written). ``records``: the typed answer's records with
+    a value not found in the prompt (``local.doubtful_records``).
     """
     load = load_average()
     note = (
@@ -418,4 +433,7 @@ def footer_data(
     if doubtful:
         note += " · " + doubtful_note(doubtful)
         local["doubtful_figures"] = list(doubtful)
+    if records:
+        note += f" · doubtful: {'; '.join(records)}"
+        local["doubtful_records"] = list(records)
     return {"footer_note": note, "local": local}
