@@ -1,0 +1,157 @@
+"""``Agent.map(..., mode="batch")`` against loopback servers of the three batch APIs."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from nbagent import tool
+from nbagent.batch import BatchControl
+from nbagent.batch.provider_batch import ProviderBatch
+from tests.support.agents import http_agent
+from tests.support.batch_servers import BatchApiServer, live_responder, prompt_of
+from tests.support.scripted import Answer
+from tests.support.servers import WireServer
+
+FAST = ProviderBatch(poll_interval=0.01)
+
+
+@tool(register=False)
+def letters(word: str) -> int:
+    """How many letters ``word`` has."""
+    return len(word)
+
+
+def counting_script(prompt: str, body: dict[str, Any]) -> Answer:
+    """One tool round (letters), then the answer; the row "short" answers at once."""
+    word = prompt.split()[-1]
+    if word == "fig":
+        return Answer(f"{word} is short")
+    turns = body.get("messages") or body.get("contents")
+    if len(turns) == 1:
+        return Answer("", [("letters", {"word": word})])
+    return Answer(f"{word} has letters")
+
+
+ROWS = pd.DataFrame({"w": ["pear", "apple", "fig", "kiwi"]}, index=[10, 11, 12, 13])
+PROMPT = "Count the letters of {w}"
+
+
+@pytest.fixture
+def batch_server():
+    server = BatchApiServer(counting_script)
+    yield server
+    server.close()
+
+
+def _same(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=["cost", "seconds"])
+
+
+def test_batch_frame_and_bodies_match_the_live_path_at_half_the_price(batch_server, tmp_path):
+    live_bodies: list[dict[str, Any]] = []
+    live = WireServer(responder=live_responder(counting_script, live_bodies))
+    try:
+        agent = http_agent("openai:gpt-4o-mini", live, tools=[letters], store=tmp_path / "live.db")
+        expected = agent.map(ROWS, PROMPT, progress=False, stream=False)
+    finally:
+        live.close()
+    agent = http_agent("openai:gpt-4o-mini", batch_server, tools=[letters], store=tmp_path / "b.db")
+    out = agent.map(ROWS, PROMPT, progress=False, mode=FAST)
+
+    pd.testing.assert_frame_equal(_same(out), _same(expected))
+    assert out["error"].isna().all()
+    assert list(out["rounds"]) == [1, 1, 0, 1]
+    # Round 1: four first requests in one job; round 2: the three rows after their tool.
+    assert [len(job["lines"]) for job in batch_server.jobs.values()] == [4, 3]
+    # Every JSONL line's body is byte for byte what the live (non-streamed) API got.
+    canon = sorted(json.dumps(b, sort_keys=True) for b in live_bodies)
+    assert sorted(json.dumps(b, sort_keys=True) for _, b in batch_server.lines) == canon
+    # The batch price: half of the live price for the same tokens (genai-prices' variant).
+    assert out["cost"].sum() == pytest.approx(expected["cost"].sum() / 2)
+    assert (out["cost"] > 0).all()
+
+
+@pytest.mark.parametrize("model", ["anthropic:claude-haiku-4-5", "gemini:gemini-2.5-flash"])
+def test_anthropic_and_gemini_jobs_answer_rows_in_any_result_order(batch_server, model, tmp_path):
+    agent = http_agent(model, batch_server, tools=[letters], store=tmp_path / "h.db")
+    out = agent.map(ROWS, PROMPT, progress=False, mode=FAST)
+    assert out["error"].isna().all(), out["error"].tolist()
+    assert list(out["output"]) == ["pear has letters", "apple has letters", "fig is short",
+                                   "kiwi has letters"]  # fmt: skip
+    assert [len(job["lines"]) for job in batch_server.jobs.values()] == [4, 3]
+    assert (out["cost"] > 0).all()
+
+
+def test_errored_and_expired_rows_fill_error_and_are_sent_again_next_call(batch_server, tmp_path):
+    batch_server.fail = {"Count the letters of apple"}
+    batch_server.expire = {"Count the letters of fig"}
+    agent = http_agent("openai:gpt-4o-mini", batch_server, tools=[letters], store=tmp_path / "h.db")
+    out = agent.map(ROWS, PROMPT, progress=False, mode=FAST)
+    assert out.loc[10, "error"] is None and out.loc[13, "error"] is None
+    assert "refuses this row" in out.loc[11, "error"] and "batch_errored" in out.loc[11, "error"]
+    assert "batch_expired" in out.loc[12, "error"]
+    sent = len(batch_server.lines)
+
+    batch_server.fail, batch_server.expire = set(), set()
+    again = agent.map(ROWS, PROMPT, progress=False, mode=FAST)
+    assert again["error"].isna().all()
+    resent = [prompt_of(body) for _, body in batch_server.lines[sent:]]
+    # Only the two failed rows were sent again (apple needs its tool round too).
+    assert sorted(set(resent)) == ["Count the letters of apple", "Count the letters of fig"]
+    assert len(resent) == 3
+
+
+def _wait_for_job(handle: Any) -> None:
+    for _ in range(500):
+        if handle.status()["jobs"]:
+            return
+        time.sleep(0.01)
+    raise AssertionError("no job was submitted")
+
+
+def test_after_a_restart_the_same_call_collects_the_journaled_job(batch_server, tmp_path):
+    history = tmp_path / "h.db"
+    batch_server.polls = 10**9  # the job runs until the "kernel" is gone
+    first = http_agent("openai:gpt-4o-mini", batch_server, tools=[letters], store=history)
+    control = BatchControl()
+    handle = first.map(ROWS, PROMPT, progress=False, mode=FAST, wait=False, control=control)
+    _wait_for_job(handle)
+    control.stop()  # the kernel dies: nothing of this call is in memory any more
+    handle.result(timeout=10)
+    assert len(batch_server.jobs) == 1
+
+    batch_server.polls = 1
+    fresh = http_agent("openai:gpt-4o-mini", batch_server, tools=[letters], store=history)
+    out = fresh.map(ROWS, PROMPT, progress=False, mode=FAST)
+    assert out["error"].isna().all()
+    # The first round came from the journaled job; only the tool round was a new job.
+    assert [len(job["lines"]) for job in batch_server.jobs.values()] == [4, 3]
+
+
+def test_cancel_cancels_the_job_and_returns_the_partial_frame(batch_server, tmp_path):
+    batch_server.polls = 10**9
+    agent = http_agent("openai:gpt-4o-mini", batch_server, tools=[letters], store=tmp_path / "h.db")
+    handle = agent.map(ROWS, PROMPT, progress=False, mode=FAST, wait=False)
+    _wait_for_job(handle)
+    handle.cancel()
+    frame = handle.result(timeout=10)
+    assert batch_server.cancels == 1
+    assert frame["error"].notna().all()
+
+
+def test_batch_mode_refuses_what_it_cannot_do(tmp_path):
+    from nbagent.errors import ConfigError
+
+    agent = http_agent("openai:gpt-4o-mini", "http://127.0.0.1:9", tools=[], store=None)
+    with pytest.raises(ConfigError, match="max_cost"):
+        agent.map(["a"], "{text}", mode="batch", max_cost=1.0, progress=False)
+    with pytest.raises(ConfigError, match="wait=False"):
+        agent.map(["a"], "{text}", wait=False, progress=False)
+    ollama = http_agent("ollama:qwen3", "http://127.0.0.1:9", tools=[], store=None)
+    with pytest.raises(ConfigError, match="batch API"):
+        ollama.map(["a"], "{text}", mode="batch", progress=False)
