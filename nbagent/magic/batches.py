@@ -30,9 +30,7 @@ def batches_text(store: Any, *, limit: int = 50) -> str:
     lines = []
     for job in jobs:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(job.created_at))
-        ended = (
-            time.strftime("%H:%M", time.localtime(job.ended_at)) if job.ended_at else "running"
-        )
+        ended = time.strftime("%H:%M", time.localtime(job.ended_at)) if job.ended_at else "running"
         cost = "cost unknown" if job.cost is None else format_cost(job.cost)
         lines.append(
             f"{job.job_id}  {job.provider}:{job.model}  {job.state}  round {job.round}  "

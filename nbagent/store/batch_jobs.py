@@ -123,7 +123,9 @@ class BatchJobs:
 
         return self.database.write(work)
 
-    def find(self, provider: str, row_key: str, request: int, body_hash: str) -> tuple[str, str] | None:
+    def find(
+        self, provider: str, row_key: str, request: int, body_hash: str
+    ) -> tuple[str, str] | None:
         """(job id, custom id) of a journaled request with this body that may be collected.
 
         The newest job wins; a request that errored, expired or was cancelled is not
@@ -163,12 +165,32 @@ class BatchJobs:
             )
             return [
                 JobListing(
-                    str(job_id), str(provider), str(model), str(state), int(round_),
-                    int(requests), int(ok or 0), int(failed or 0), cost, basis, created, ended,
+                    str(job_id),
+                    str(provider),
+                    str(model),
+                    str(state),
+                    int(round_),
+                    int(requests),
+                    int(ok or 0),
+                    int(failed or 0),
+                    cost,
+                    basis,
+                    created,
+                    ended,
                 )  # fmt: skip
                 for (
-                    job_id, provider, model, state, round_, requests, ok, failed, cost, basis,
-                    created, ended,
+                    job_id,
+                    provider,
+                    model,
+                    state,
+                    round_,
+                    requests,
+                    ok,
+                    failed,
+                    cost,
+                    basis,
+                    created,
+                    ended,
                 ) in cursor  # fmt: skip
             ]
 

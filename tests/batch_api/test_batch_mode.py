@@ -155,3 +155,26 @@ def test_batch_mode_refuses_what_it_cannot_do(tmp_path):
     ollama = http_agent("ollama:qwen3", "http://127.0.0.1:9", tools=[], store=None)
     with pytest.raises(ConfigError, match="batch API"):
         ollama.map(["a"], "{text}", mode="batch", progress=False)
+
+
+def test_agent_batches_lists_the_jobs_from_the_reopened_history(batch_server, tmp_path):
+    from IPython.testing.globalipapp import get_ipython
+    from IPython.utils.capture import capture_output
+
+    from nbagent.store import Store
+
+    history = tmp_path / "h.db"
+    agent = http_agent("openai:gpt-4o-mini", batch_server, tools=[letters], store=history)
+    agent.map(ROWS, PROMPT, progress=False, mode=FAST)
+    shell = get_ipython()
+    shell.run_line_magic("load_ext", "nbagent")
+    shell.user_ns["reopened"] = http_agent(
+        "openai:gpt-4o-mini", batch_server, tools=[letters], store=Store(history)
+    )
+    shell.run_line_magic("agent", "model reopened")
+    with capture_output() as captured:
+        shell.run_line_magic("agent", "batches")
+    lines = captured.stdout.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["batch_002", "batch_001"]
+    assert "ended  round 1  3 requests (3 succeeded, 0 failed)  $" in lines[0]
+    assert "ended  round 0  4 requests (4 succeeded, 0 failed)  $" in lines[1]

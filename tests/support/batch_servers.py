@@ -97,7 +97,9 @@ def gemini_response(body: dict[str, Any], answer: Answer) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def live_responder(script: Script, bodies: list[dict[str, Any]]) -> Callable[[RecordedRequest], Reply]:
+def live_responder(
+    script: Script, bodies: list[dict[str, Any]]
+) -> Callable[[RecordedRequest], Reply]:
     """Answers live non-streamed Chat Completions requests as the batch server would."""
 
     def respond(request: RecordedRequest) -> Reply:
@@ -141,12 +143,16 @@ class BatchApiServer:
                 return self._file(path.split("/")[3])
             if path.endswith(":batchGenerateContent"):
                 requests = request.json()["batch"]["inputConfig"]["requests"]["requests"]
-                return self._create("gemini", [(r["metadata"]["key"], r["request"]) for r in requests])
+                return self._create(
+                    "gemini", [(r["metadata"]["key"], r["request"]) for r in requests]
+                )
             if path == "/v1/messages/batches" and method == "POST":
                 lines = [(r["custom_id"], r["params"]) for r in request.json()["requests"]]
                 return self._create("anthropic", lines)
             if path.endswith(("/cancel", ":cancel")) and method == "POST":
-                return self._cancel(path.removesuffix("/cancel").removesuffix(":cancel").rsplit("/", 1)[-1])
+                return self._cancel(
+                    path.removesuffix("/cancel").removesuffix(":cancel").rsplit("/", 1)[-1]
+                )
             if path.endswith("/results"):
                 return self._anthropic_results(path.split("/")[-2])
             if method == "GET":
@@ -200,23 +206,31 @@ class BatchApiServer:
                 view["output_file_id"], view["error_file_id"] = self._openai_files(job_id)
             return view
         if api == "anthropic":
+            ended = state in ("ended", "cancelled")
             return {"id": job_id, "type": "message_batch",
-                    "processing_status": "ended" if state in ("ended", "cancelled") else "in_progress",
-                    "request_counts": {"processing": 0 if state == "ended" else total},
+                    "processing_status": "ended" if ended else "in_progress",
+                    "request_counts": {"processing": 0 if ended else total},
                     "results_url": f"{self.url}/v1/messages/batches/{job_id}/results"}  # fmt: skip
-        gemini_state = {"validating": "BATCH_STATE_PENDING", "in_progress": "BATCH_STATE_RUNNING",
-                        "ended": "BATCH_STATE_SUCCEEDED", "cancelled": "BATCH_STATE_CANCELLED"}[state]  # fmt: skip
+        gemini_state = {"validating": "PENDING", "in_progress": "RUNNING",
+                        "ended": "SUCCEEDED", "cancelled": "CANCELLED"}[state]  # fmt: skip
         view = {"name": f"batches/{job_id}", "done": state in ("ended", "cancelled"),
-                "metadata": {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
-                             "state": gemini_state}}  # fmt: skip
+                "metadata": {"@type": "GenerateContentBatch",
+                             "state": f"BATCH_STATE_{gemini_state}"}}  # fmt: skip
         if view["done"]:
             items = []
             for key, body in reversed(job["lines"]):
                 outcome, answer = self._outcome(job, body)
                 if outcome == "succeeded":
-                    items.append({"response": gemini_response(body, answer), "metadata": {"key": key}})
+                    items.append(
+                        {"response": gemini_response(body, answer), "metadata": {"key": key}}
+                    )
                 else:
-                    items.append({"error": {"code": 4, "message": f"request {outcome}"}, "metadata": {"key": key}})
+                    items.append(
+                        {
+                            "error": {"code": 4, "message": f"request {outcome}"},
+                            "metadata": {"key": key},
+                        }
+                    )
             view["response"] = {"@type": "...GenerateContentBatchOutput",
                                 "inlinedResponses": {"inlinedResponses": items}}  # fmt: skip
         return view
@@ -226,15 +240,19 @@ class BatchApiServer:
     def _upload(self, request: RecordedRequest) -> Reply:
         head = f"content-type: {request.headers['content-type']}\r\n\r\n".encode()
         message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + request.body)
-        fields = {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
-                  for part in message.iter_parts()}  # fmt: skip
+        fields = {
+            part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+            for part in message.iter_parts()
+        }
         assert fields["purpose"] == b"batch"
         file_id = f"file-{len(self._files) + 1:03d}"
         self._files[file_id] = fields["file"].decode("utf-8")
         return Reply(200, {"id": file_id, "object": "file", "purpose": "batch"})
 
     def _openai_lines(self, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        lines = [json.loads(line) for line in self._files[body["input_file_id"]].splitlines() if line]
+        lines = [
+            json.loads(line) for line in self._files[body["input_file_id"]].splitlines() if line
+        ]
         assert all(line["url"] == body["endpoint"] == "/v1/chat/completions" for line in lines)
         return [(line["custom_id"], line["body"]) for line in lines]
 
@@ -244,15 +262,16 @@ class BatchApiServer:
         for custom_id, body in reversed(job["lines"]):
             outcome, answer = self._outcome(job, body)
             if outcome == "succeeded":
-                output.append({"id": "r", "custom_id": custom_id, "error": None,
-                               "response": {"status_code": 200, "body": openai_completion(body, answer)}})  # fmt: skip
+                reply = {"status_code": 200, "body": openai_completion(body, answer)}
+                output.append({"id": "r", "custom_id": custom_id, "error": None, "response": reply})
             elif outcome == "errored":
-                errors.append({"id": "r", "custom_id": custom_id, "error": None, "response": {
-                    "status_code": 400, "body": {"error": {"message": answer, "type": "invalid_request_error"}}}})  # fmt: skip
+                error = {"message": answer, "type": "invalid_request_error"}
+                reply = {"status_code": 400, "body": {"error": error}}
+                errors.append({"id": "r", "custom_id": custom_id, "error": None, "response": reply})
             else:
                 code = "batch_expired" if outcome == "expired" else "batch_cancelled"
-                errors.append({"id": "r", "custom_id": custom_id, "response": None,
-                               "error": {"code": code, "message": f"request {outcome}"}})  # fmt: skip
+                error = {"code": code, "message": f"request {outcome}"}
+                errors.append({"id": "r", "custom_id": custom_id, "response": None, "error": error})
         self._files[f"{job_id}-out"] = "".join(json.dumps(line) + "\n" for line in output)
         self._files[f"{job_id}-err"] = "".join(json.dumps(line) + "\n" for line in errors)
         return f"{job_id}-out", f"{job_id}-err"
@@ -270,7 +289,10 @@ class BatchApiServer:
         for custom_id, body in reversed(job["lines"]):
             outcome, answer = self._outcome(job, body)
             if outcome == "succeeded":
-                result: dict[str, Any] = {"type": "succeeded", "message": anthropic_message(body, answer)}
+                result: dict[str, Any] = {
+                    "type": "succeeded",
+                    "message": anthropic_message(body, answer),
+                }
             elif outcome == "errored":
                 result = {"type": "errored", "error": {"type": "error", "error": {
                     "type": "invalid_request_error", "message": answer}}}  # fmt: skip

@@ -44,13 +44,16 @@ class AnthropicBatch:
         self.path = provider.request_path(ModelRequest(system=None, messages=[])) + "/batches"
 
     async def submit(self, lines: Sequence[RequestLine]) -> JobStatus:
+        """One job of the Messages bodies, ``params`` as the live API gets them."""
         requests = [{"custom_id": line.custom_id, "params": line.body} for line in lines]
         return _status(await self.http.json("POST", self.path, body={"requests": requests}))
 
     async def status(self, job_id: str) -> JobStatus:
+        """The job's ``processing_status`` and ``request_counts``."""
         return _status(await self.http.json("GET", f"{self.path}/{quote(job_id, safe='')}"))
 
     async def results(self, job: JobStatus) -> dict[str, RequestResult]:
+        """The results file's lines by custom id (in any order)."""
         response = await self.http.send("GET", f"{self.path}/{quote(job.job_id, safe='')}/results")
         found: dict[str, RequestResult] = {}
         for item in jsonl(response.text):
@@ -60,6 +63,7 @@ class AnthropicBatch:
         return found
 
     async def cancel(self, job_id: str) -> None:
+        """Cancel the job (requests already done keep their results)."""
         await self.http.send("POST", f"{self.path}/{quote(job_id, safe='')}/cancel")
 
 

@@ -31,7 +31,9 @@ __all__ = [
     "RequestResult",
 ]
 
-JobState = Literal["validating", "in_progress", "cancelling", "ended", "cancelled", "expired", "failed"]
+JobState = Literal[
+    "validating", "in_progress", "cancelling", "ended", "cancelled", "expired", "failed"
+]
 """A job's state in one vocabulary, whatever its API calls it."""
 
 ENDED: frozenset[str] = frozenset(("ended", "cancelled", "expired", "failed"))
@@ -47,8 +49,6 @@ class RequestLine:
 
     custom_id: str
     body: dict[str, Any]
-    size: int
-    """Bytes of the body as JSON (for the API's per-job size limit)."""
 
 
 @dataclass
@@ -64,6 +64,7 @@ class JobStatus:
 
     @property
     def ended(self) -> bool:
+        """Whether the job has stopped processing."""
         return self.state in ENDED
 
 
@@ -108,6 +109,7 @@ class BatchHttp:
         self.session = provider.session
 
     def url(self, path: str) -> str:
+        """The absolute URL of ``path`` on the API's base URL."""
         return join_url(self.session.base_url, path)
 
     async def send(
@@ -155,7 +157,9 @@ class BatchHttp:
             data = None
         if not isinstance(data, dict):
             raise self.session.errors.error(
-                response.status_code, "malformed_response", "the batch API's reply is not a JSON object"
+                response.status_code,
+                "malformed_response",
+                "the batch API's reply is not a JSON object",
             )
         return data
 

@@ -44,14 +44,17 @@ class GeminiBatch:
         self.version = live.split("/models/", 1)[0]  # "/v1beta", or "" when in the base URL
 
     async def submit(self, lines: Sequence[RequestLine]) -> JobStatus:
+        """One batch of inline requests; the reply is its operation."""
         requests = [{"request": line.body, "metadata": {"key": line.custom_id}} for line in lines]
         batch = {"displayName": "nbagent map", "inputConfig": {"requests": {"requests": requests}}}
         return _status(await self.http.json("POST", self.create_path, body={"batch": batch}))
 
     async def status(self, job_id: str) -> JobStatus:
+        """The operation, with the results inline once it is done."""
         return _status(await self.http.json("GET", f"{self.version}/{job_id}"))
 
     async def results(self, job: JobStatus) -> dict[str, RequestResult]:
+        """The inlined responses by their metadata key (in any order)."""
         response = job.raw.get("response") or {}
         inlined = (response.get("inlinedResponses") or {}).get("inlinedResponses") or []
         found: dict[str, RequestResult] = {}
@@ -64,10 +67,13 @@ class GeminiBatch:
             if isinstance(item.get("response"), dict):
                 found[key] = RequestResult("succeeded", item["response"])
             else:
-                found[key] = RequestResult("errored", error=error_text("gemini", {"error": item.get("error") or {}}))
+                found[key] = RequestResult(
+                    "errored", error=error_text("gemini", {"error": item.get("error") or {}})
+                )
         return found
 
     async def cancel(self, job_id: str) -> None:
+        """Cancel the batch."""
         await self.http.send("POST", f"{self.version}/{job_id}:cancel")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...errors import ProviderError
 from ...store.batch_jobs import BatchJobs, JobRequest
-from .api import BatchApi, JobStatus, RequestLine, RequestResult
+from .api import BatchApi, JobStatus, Outcome, RequestLine, RequestResult
 
 __all__ = ["BatchRounds", "JobView"]
 
@@ -90,15 +90,21 @@ class BatchRounds:
     # -- rows ------------------------------------------------------------------------
 
     def row_started(self) -> None:
+        """A row was launched (a round waits for it too)."""
         self.active += 1
 
     def row_finished(self) -> None:
+        """A row ended; the waiting rows may form a round now."""
         self.active -= 1
         self._check()
 
-    async def ask(self, row_key: str, request: int, body: dict[str, Any]) -> tuple[str, str, RequestResult]:
+    async def ask(
+        self, row_key: str, request: int, body: dict[str, Any]
+    ) -> tuple[str, str, RequestResult]:
         """(job id, custom id, result) of one row's request, once its job has ended."""
-        future: asyncio.Future[tuple[str, str, RequestResult]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[tuple[str, str, RequestResult]] = (
+            asyncio.get_running_loop().create_future()
+        )
         self._waiting.append(_Waiting(row_key, request, body, future))
         self._check()
         return await future
@@ -134,7 +140,9 @@ class BatchRounds:
                     job_id, item.custom_id = found
                     groups.setdefault(job_id, []).append(item)
             for job_id, items in groups.items():
-                self.views[job_id] = JobView(job_id, "collecting", len(items), number, collected_from_journal=True)
+                self.views[job_id] = JobView(
+                    job_id, "collecting", len(items), number, collected_from_journal=True
+                )
             for chunk in self._split(fresh):
                 try:
                     status = await self._submit(chunk, number)
@@ -167,7 +175,9 @@ class BatchRounds:
         size = 0
         for item in items:
             item_size = len(json.dumps(item.body, ensure_ascii=False).encode("utf-8")) + 200
-            if current and (len(current) >= self.api.max_requests or size + item_size > self.api.max_bytes):
+            if current and (
+                len(current) >= self.api.max_requests or size + item_size > self.api.max_bytes
+            ):
                 chunks.append(current)
                 current, size = [], 0
             current.append(item)
@@ -177,16 +187,23 @@ class BatchRounds:
         return chunks
 
     async def _submit(self, chunk: list[_Waiting], number: int) -> JobStatus:
-        lines = [RequestLine(i.custom_id, i.body, 0) for i in chunk]
-        status = await self.api.submit(lines)
+        status = await self.api.submit([RequestLine(i.custom_id, i.body) for i in chunk])
         if self.journal is not None:
+            requests = [JobRequest(i.custom_id, i.row_key, i.request, i.body_hash) for i in chunk]
             self.journal.add(
                 status.job_id, provider=self.api.provider, model=self.model, state=status.state,
-                round=number,
-                requests=[JobRequest(i.custom_id, i.row_key, i.request, i.body_hash) for i in chunk],
+                round=number, requests=requests,
             )  # fmt: skip
-        self.views[status.job_id] = JobView(status.job_id, status.state, len(chunk), number, status.counts)
-        logger.info("%s batch job %s: %d requests (round %d)", self.api.provider, status.job_id, len(chunk), number)
+        self.views[status.job_id] = JobView(
+            status.job_id, status.state, len(chunk), number, status.counts
+        )
+        logger.info(
+            "%s batch job %s: %d requests (round %d)",
+            self.api.provider,
+            status.job_id,
+            len(chunk),
+            number,
+        )
         return status
 
     async def _finish(self, job_id: str, items: list[_Waiting]) -> None:
@@ -246,6 +263,7 @@ class BatchRounds:
                 self.journal.set_state(view.job_id, "cancelling")
 
     def close(self) -> None:
+        """Journal the last prices and stop a round in flight."""
         self.save_costs()
         if self._flush is not None:
             self._flush.cancel()
@@ -259,8 +277,8 @@ def _hash(body: dict[str, Any]) -> str:
 def _missing(status: JobStatus) -> RequestResult:
     """A request the ended job has no result for."""
     if status.state in ("expired", "cancelled"):
-        return RequestResult(status.state, error=f"the batch job {status.state} before this request ran")  # type: ignore[arg-type]
+        outcome: Outcome = "expired" if status.state == "expired" else "cancelled"
+        return RequestResult(outcome, error=f"the batch job {status.state} before this request ran")
     if status.state == "failed":
         return RequestResult("errored", error="the batch job failed as a whole (validation)")
     return RequestResult("errored", error="the batch job ended without a result for this request")
-

@@ -52,7 +52,12 @@ class OpenAIBatch:
         """Upload the lines as a file and start a job over it."""
         text = "".join(
             json.dumps(
-                {"custom_id": line.custom_id, "method": "POST", "url": self.endpoint, "body": line.body},
+                {
+                    "custom_id": line.custom_id,
+                    "method": "POST",
+                    "url": self.endpoint,
+                    "body": line.body,
+                },
                 ensure_ascii=False,
             )
             + "\n"
@@ -70,6 +75,7 @@ class OpenAIBatch:
         return _status(job)
 
     async def status(self, job_id: str) -> JobStatus:
+        """The job's status and request counts."""
         return _status(await self.http.json("GET", f"/batches/{quote(job_id, safe='')}"))
 
     async def results(self, job: JobStatus) -> dict[str, RequestResult]:
@@ -87,6 +93,7 @@ class OpenAIBatch:
         return found
 
     async def cancel(self, job_id: str) -> None:
+        """Cancel the job (finished requests stay in its output file)."""
         await self.http.send("POST", f"/batches/{quote(job_id, safe='')}/cancel")
 
 

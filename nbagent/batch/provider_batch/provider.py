@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
 from ...messages import Usage
-from ...providers import Capabilities, capabilities
+from ...providers import Capabilities, Provider, capabilities
 from ...providers.base import ModelRequest, ProviderEvent, UsageReport
 from ...providers.http import HttpProvider
 from .api import provider_error
@@ -57,12 +57,15 @@ class BatchedProvider:
         self.rounds = rounds
         self.name = inner.name
         self.model = inner.model
+        self._live: Provider = inner  # type: ignore[assignment]  # an HttpProvider is a Provider
 
     def capabilities(self) -> Capabilities:
         """The live model's, without its price: rows are priced at the batch rate instead."""
-        return dataclasses.replace(capabilities(self.inner), pricing_id=None)
+        return dataclasses.replace(capabilities(self._live), pricing_id=None)
 
-    def native_output(self, extra: dict[str, Any], schema: dict[str, Any], name: str) -> dict[str, Any]:
+    def native_output(
+        self, extra: dict[str, Any], schema: dict[str, Any], name: str
+    ) -> dict[str, Any]:
         """As the live adapter (see :class:`nbagent.providers.StructuredOutput`)."""
         return self.inner.native_output(extra, schema, name)
 
@@ -94,7 +97,7 @@ class BatchedProvider:
     def _charge(self, slot: RowSlot, job_id: str, custom_id: str, usage: Usage | None) -> None:
         if usage is None or not usage.total_tokens:
             return
-        cost, basis = batch_price(self.inner, usage)
+        cost, basis = batch_price(self._live, usage)
         slot.basis = basis
         if cost is None or slot.cost is None:
             slot.cost = None
