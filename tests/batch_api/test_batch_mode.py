@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import time
 from typing import Any
 
 import pandas as pd
 import pytest
+from pydantic import BaseModel
 
 from nbagent import tool
-from nbagent.batch import BatchControl
 from nbagent.batch.provider_batch import ProviderBatch
 from tests.support.agents import http_agent
 from tests.support.batch_servers import BatchApiServer, live_responder, prompt_of
+from tests.support.env import child_environment
 from tests.support.scripted import Answer
 from tests.support.servers import WireServer
 
@@ -114,23 +121,55 @@ def _wait_for_job(handle: Any) -> None:
     raise AssertionError("no job was submitted")
 
 
-def test_after_a_restart_the_same_call_collects_the_journaled_job(batch_server, tmp_path):
+CHILD = textwrap.dedent(
+    """
+    import sys
+    import pandas as pd
+    from nbagent import Agent, tool
+    from nbagent.batch.provider_batch import ProviderBatch
+
+    @tool(register=False)
+    def letters(word: str) -> int:
+        \"\"\"How many letters word has.\"\"\"
+        return len(word)
+
+    url, store = sys.argv[1], sys.argv[2]
+    agent = Agent("openai:gpt-4o-mini", base_url=url + "/v1", api_key="sk-test-0123456789",
+                  env={}, tools=[letters], store=store)
+    rows = pd.DataFrame({"w": ["pear", "apple", "fig", "kiwi"]}, index=[10, 11, 12, 13])
+    out = agent.map(rows, "Count the letters of {w}", progress=False,
+                    mode=ProviderBatch(poll_interval=0.01))
+    print(out.to_json(), flush=True)
+    """
+)
+
+
+def test_after_kill_9_the_same_call_collects_the_journaled_job(batch_server, tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
     history = tmp_path / "h.db"
-    batch_server.polls = 10**9  # the job runs until the "kernel" is gone
-    first = http_agent("openai:gpt-4o-mini", batch_server, tools=[letters], store=history)
-    control = BatchControl()
-    handle = first.map(ROWS, PROMPT, progress=False, mode=FAST, wait=False, control=control)
-    _wait_for_job(handle)
-    control.stop()  # the kernel dies: nothing of this call is in memory any more
-    handle.result(timeout=10)
+    env = child_environment(PYTHONPATH=os.pathsep.join(sys.path))
+    command = [sys.executable, str(script), batch_server.url, str(history)]
+    batch_server.polls = 10**9  # the job runs until the kernel is gone
+    child = subprocess.Popen(command, env=env)
+    deadline = time.monotonic() + 60
+    while not batch_server.jobs and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
     assert len(batch_server.jobs) == 1
 
     batch_server.polls = 1
-    fresh = http_agent("openai:gpt-4o-mini", batch_server, tools=[letters], store=history)
-    out = fresh.map(ROWS, PROMPT, progress=False, mode=FAST)
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    out = pd.read_json(io.StringIO(again.stdout.strip().splitlines()[-1]))
     assert out["error"].isna().all()
-    # The first round came from the journaled job; only the tool round was a new job.
+    assert list(out["output"]) == ["pear has letters", "apple has letters", "fig is short",
+                                   "kiwi has letters"]  # fmt: skip
+    # The first round came from the journaled job (its results read, not sent again);
+    # only the rows' tool round was a new job.
     assert [len(job["lines"]) for job in batch_server.jobs.values()] == [4, 3]
+    assert batch_server.result_reads >= 2
 
 
 def test_cancel_cancels_the_job_and_returns_the_partial_frame(batch_server, tmp_path):
@@ -141,7 +180,9 @@ def test_cancel_cancels_the_job_and_returns_the_partial_frame(batch_server, tmp_
     handle.cancel()
     frame = handle.result(timeout=10)
     assert batch_server.cancels == 1
-    assert frame["error"].notna().all()
+    assert len(batch_server.jobs) == 1  # no round after the cancel
+    assert frame["error"].str.contains("batch_cancelled").all(), frame["error"].tolist()
+    assert handle.status()["jobs"][0]["state"] == "cancelled"
 
 
 def test_batch_mode_refuses_what_it_cannot_do(tmp_path):
@@ -178,3 +219,33 @@ def test_agent_batches_lists_the_jobs_from_the_reopened_history(batch_server, tm
     assert [line.split()[0] for line in lines] == ["batch_002", "batch_001"]
     assert "ended  round 1  3 requests (3 succeeded, 0 failed)  $" in lines[0]
     assert "ended  round 0  4 requests (4 succeeded, 0 failed)  $" in lines[1]
+
+
+class Size(BaseModel):
+    word: str
+    letters: int
+
+
+def typed_script(prompt: str, body: dict[str, Any]) -> Answer:
+    word = prompt.split()[-1]
+    value = {"word": word, "letters": len(word)}
+    names = [t.get("name") for t in body.get("tools") or []]
+    if "final_answer" in names:  # Anthropic's typed output: the forced final_answer tool
+        return Answer("", [("final_answer", value)])
+    return Answer(json.dumps(value))  # OpenAI's response_format, Gemini's responseSchema
+
+
+@pytest.mark.parametrize(
+    "model", ["openai:gpt-4o-mini", "anthropic:claude-haiku-4-5", "gemini:gemini-2.5-flash"]
+)
+def test_typed_columns_come_from_each_batch_api(model, tmp_path):
+    server = BatchApiServer(typed_script, polls=1)
+    try:
+        agent = http_agent(model, server, tools=[], store=tmp_path / "h.db")
+        out = agent.map(ROWS, PROMPT, output_type=Size, progress=False, mode=FAST)
+    finally:
+        server.close()
+    assert out["error"].isna().all(), out["error"].tolist()
+    assert list(out["word"]) == ["pear", "apple", "fig", "kiwi"]
+    assert list(out["letters"]) == [4, 5, 3, 4]
+    assert len(server.jobs) == 1

@@ -46,10 +46,17 @@ class BatchHandle:
         return self._future.result(timeout).frame
 
     def cancel(self) -> None:
-        """Cancel the call's jobs at the API, and stop: rows not answered get the stop error."""
-        if not self._future.done():
-            asyncio.run_coroutine_threadsafe(self._rounds.cancel_jobs(), self._loop).result(60)
-        self._control.stop()
+        """Cancel the call's jobs at the API; :meth:`result` then returns the partial frame.
+
+        Requests a job finished before the cancel keep their answers; the others, and
+        rows that would need another round, get a ``batch_cancelled`` error (and run
+        again on the next call). When the API refuses, the call is stopped instead.
+        """
+        if self._future.done():
+            return
+        accepted = asyncio.run_coroutine_threadsafe(self._rounds.cancel_jobs(), self._loop)
+        if not accepted.result(60):
+            self._control.stop()
 
     def __repr__(self) -> str:
         jobs = self.status()["jobs"]

@@ -86,6 +86,8 @@ class BatchRounds:
         self._flush: asyncio.Task[None] | None = None
         self._charges: dict[tuple[str, str], float] = {}
         self._basis = "unknown"
+        self.cancelled = False
+        """Set by :meth:`cancel_jobs`: no new job is submitted, requests get "cancelled"."""
 
     # -- rows ------------------------------------------------------------------------
 
@@ -143,6 +145,9 @@ class BatchRounds:
                 self.views[job_id] = JobView(
                     job_id, "collecting", len(items), number, collected_from_journal=True
                 )
+            if fresh and self.cancelled:  # rows back from their tools after a cancel
+                self._answer(fresh, "", RequestResult("cancelled", error="the batch was cancelled"))
+                fresh = []
             for chunk in self._split(fresh):
                 try:
                     status = await self._submit(chunk, number)
@@ -248,8 +253,15 @@ class BatchRounds:
             self.journal.set_costs(self._charges, self._basis)
         self._charges = {}
 
-    async def cancel_jobs(self) -> None:
-        """Ask the API to cancel every job of this call that has not ended."""
+    async def cancel_jobs(self) -> bool:
+        """Ask the API to cancel every job of this call that has not ended.
+
+        The jobs then end as cancelled: requests they finished keep their answers, the
+        others become the rows' ``batch_cancelled`` error, and no new job is submitted.
+        Returns False when the API refused a cancel (the batch is then to be stopped).
+        """
+        self.cancelled = True
+        refused = False
         for view in list(self.views.values()):
             if view.state in ("ended", "cancelled", "expired", "failed"):
                 continue
@@ -257,10 +269,12 @@ class BatchRounds:
                 await self.api.cancel(view.job_id)
             except ProviderError as error:
                 logger.warning("could not cancel batch job %s: %s", view.job_id, error)
+                refused = True
                 continue
             view.state = "cancelling"
             if self.journal is not None:
                 self.journal.set_state(view.job_id, "cancelling")
+        return not refused
 
     def close(self) -> None:
         """Journal the last prices and stop a round in flight."""
