@@ -249,3 +249,23 @@ def test_typed_columns_come_from_each_batch_api(model, tmp_path):
     assert list(out["word"]) == ["pear", "apple", "fig", "kiwi"]
     assert list(out["letters"]) == [4, 5, 3, 4]
     assert len(server.jobs) == 1
+
+
+def test_a_recorded_batch_call_replays_with_no_server(batch_server, tmp_path):
+    from nbagent import Agent
+
+    recording = tmp_path / "batch.jsonl"
+    agent = http_agent(
+        "openai:gpt-4o-mini", batch_server, tools=[letters], store=tmp_path / "a.db",
+        record=recording,
+    )  # fmt: skip
+    recorded = agent.map(ROWS, PROMPT, progress=False, mode=FAST)
+    batch_server.close()
+
+    replayed = Agent(
+        "openai:gpt-4o-mini", base_url=batch_server.url + "/v1", env={}, tools=[letters],
+        store=tmp_path / "b.db", replay=recording,
+    )  # fmt: skip
+    out = replayed.map(ROWS, PROMPT, progress=False, mode=FAST)
+    pd.testing.assert_frame_equal(_same(out), _same(recorded))
+    assert out["error"].isna().all()

@@ -10,6 +10,7 @@ about authentication.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -125,7 +126,10 @@ class BatchHttp:
         headers = self.session.headers
         content = None
         if files is not None:
-            headers.pop("content-type", None)  # httpx writes the multipart boundary
+            # A boundary decided by the content (httpx takes it from this header), so the
+            # same upload is the same bytes: a recording replays it.
+            digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:32]
+            headers["content-type"] = f"multipart/form-data; boundary=nbagent-{digest}"
         elif body is not None:
             content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         else:
