@@ -132,7 +132,9 @@ class BatchRounds:
             self.round += 1
             groups: dict[str, list[_Waiting]] = {}
             fresh: list[_Waiting] = []
-            for item in waiting:
+            # In row order, not arrival order: the same rows make the same job (a
+            # recording replays it; a split falls at the same row).
+            for item in sorted(waiting, key=lambda w: (w.row_key, w.request)):
                 item.body_hash = _hash(item.body)
                 found = self._journaled(item)
                 if found is None:
