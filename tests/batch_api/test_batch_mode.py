@@ -284,3 +284,15 @@ def test_a_recorded_batch_call_replays_with_no_server(batch_server, tmp_path):
     out = replayed.map(ROWS, PROMPT, progress=False, mode=FAST)
     pd.testing.assert_frame_equal(_same(out), _same(recorded))
     assert out["error"].isna().all()
+
+
+def test_a_round_larger_than_a_job_is_split_into_several(batch_server, tmp_path):
+    rows = pd.DataFrame({"w": [f"w{n:02d}" for n in range(7)]})
+    agent = http_agent("anthropic:claude-haiku-4-5", batch_server, tools=[letters],
+                       store=tmp_path / "h.db")  # fmt: skip
+    mode = ProviderBatch(poll_interval=0.01, max_job_requests=3)
+    out = agent.map(rows, PROMPT, progress=False, mode=mode)
+    assert out["error"].isna().all()
+    assert list(out["output"]) == [f"w{n:02d} has letters" for n in range(7)]
+    # Two rounds of seven requests, each split 3 + 3 + 1.
+    assert [len(job["lines"]) for job in batch_server.jobs.values()] == [3, 3, 1, 3, 3, 1]

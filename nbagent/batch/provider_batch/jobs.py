@@ -60,6 +60,7 @@ class BatchRounds:
         jobs: the journal of jobs (None: no history, nothing survives a restart).
         poll_interval: seconds between status requests of a running job.
         reuse: collect journaled jobs (``resume=True``) instead of sending again.
+        max_job_requests: requests per job at most, below the API's own limit.
         sleep: the wait between polls.
     """
 
@@ -71,6 +72,7 @@ class BatchRounds:
         jobs: BatchJobs | None,
         poll_interval: float = 30.0,
         reuse: bool = True,
+        max_job_requests: int | None = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
     ) -> None:
         self.api = api
@@ -79,6 +81,7 @@ class BatchRounds:
         self.poll_interval = poll_interval
         self.reuse = reuse
         self.sleep = sleep
+        self.max_requests = min(api.max_requests, max_job_requests or api.max_requests)
         self.active = 0
         self.round = 0
         self.views: dict[str, JobView] = {}
@@ -183,7 +186,7 @@ class BatchRounds:
         for item in items:
             item_size = len(json.dumps(item.body, ensure_ascii=False).encode("utf-8")) + 200
             if current and (
-                len(current) >= self.api.max_requests or size + item_size > self.api.max_bytes
+                len(current) >= self.max_requests or size + item_size > self.api.max_bytes
             ):
                 chunks.append(current)
                 current, size = [], 0

@@ -41,6 +41,8 @@ class ProviderBatch:
 
     poll_interval: float = 30.0
     """Seconds between status requests while a job runs (jobs take minutes to hours)."""
+    max_job_requests: int | None = None
+    """Requests per job at most (None: the API's own limit); smaller jobs end sooner."""
 
 
 def batch_api(provider: Any) -> BatchApi:
@@ -75,9 +77,11 @@ def batch_mode_options(agent: Any, mode: Any, options: dict[str, Any]) -> dict[s
         from ...store.batch_jobs import BatchJobs
 
         jobs = BatchJobs(store)
+    if mode.max_job_requests is not None and mode.max_job_requests < 1:
+        raise ConfigError(f"max_job_requests must be at least 1, not {mode.max_job_requests}")
     rounds = BatchRounds(
         api, model=provider.model, jobs=jobs, poll_interval=mode.poll_interval,
-        reuse=options.get("resume", True),
+        reuse=options.get("resume", True), max_job_requests=mode.max_job_requests,
     )  # fmt: skip
     batched = BatchedProvider(provider, rounds)
     make_rows_agent = options["rows_agent"]
