@@ -296,3 +296,17 @@ def test_a_round_larger_than_a_job_is_split_into_several(batch_server, tmp_path)
     assert list(out["output"]) == [f"w{n:02d} has letters" for n in range(7)]
     # Two rounds of seven requests, each split 3 + 3 + 1.
     assert [len(job["lines"]) for job in batch_server.jobs.values()] == [3, 3, 1, 3, 3, 1]
+
+
+def test_a_failing_poll_is_asked_again_and_a_refused_job_is_sent_next_call(batch_server, tmp_path):
+    agent = http_agent("openai:gpt-4o-mini", batch_server, tools=[letters], store=tmp_path / "h.db")
+    batch_server.status_failures = 2
+    out = agent.map(ROWS.head(1), PROMPT, progress=False, mode=FAST)
+    assert out["error"].isna().all() and batch_server.status_failures == 0
+
+    batch_server.submit_failures = 1
+    rows = ROWS.tail(2)
+    out = agent.map(rows, PROMPT, progress=False, mode=FAST)
+    assert out["error"].str.contains("batch service unavailable").all()
+    out = agent.map(rows, PROMPT, progress=False, mode=FAST)
+    assert out["error"].isna().all()

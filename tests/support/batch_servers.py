@@ -18,7 +18,8 @@ answers live (non-streamed) requests through :func:`live_responder`, with the sa
 call ids and usage, so a live map and a batch map see the same answers.
 
 Counters: ``jobs`` (created), ``lines`` (every request line received, as
-``(custom_id, body)``), ``result_reads``, ``cancels``.
+``(custom_id, body)``), ``result_reads``, ``cancels``. Faults: ``status_failures``
+(the next status requests get HTTP 503), ``submit_failures`` (job creations get 500).
 """
 
 from __future__ import annotations
@@ -122,6 +123,10 @@ class BatchApiServer:
         self.lines: list[tuple[str, dict[str, Any]]] = []
         self.result_reads = 0
         self.cancels = 0
+        self.status_failures = 0
+        """The next status requests answered with HTTP 503 (then served normally)."""
+        self.submit_failures = 0
+        """The next job creations answered with HTTP 500."""
         self._files: dict[str, str] = {}
         self._lock = threading.Lock()
         self.server = WireServer(responder=self._respond)
@@ -162,6 +167,9 @@ class BatchApiServer:
     # -- jobs --------------------------------------------------------------------------
 
     def _create(self, api: str, lines: list[tuple[str, dict[str, Any]]]) -> Reply:
+        if self.submit_failures:
+            self.submit_failures -= 1
+            return Reply(500, {"error": {"message": "batch service unavailable"}})
         number = len(self.jobs) + 1
         job_id = {"openai": f"batch_{number:03d}", "anthropic": f"msgbatch_{number:03d}",
                   "gemini": f"gb{number:03d}"}[api]  # fmt: skip
@@ -170,6 +178,9 @@ class BatchApiServer:
         return Reply(200, self._view(job_id))
 
     def _status(self, job_id: str) -> Reply:
+        if self.status_failures:
+            self.status_failures -= 1
+            return Reply(503, {"error": {"message": "overloaded"}})
         job = self.jobs.get(job_id)
         if job is None:
             return Reply(404, {"error": {"message": f"no batch {job_id}"}})

@@ -149,7 +149,9 @@ class BatchHttp:
                 self.session.provider, response.status_code, response.content,
                 default_message=response.reason_phrase,
             )  # fmt: skip
-            raise self.session.errors.error(response.status_code, error_type, message)
+            status = response.status_code
+            retryable = status == 429 or status >= 500
+            raise self.session.errors.error(status, error_type, message, retryable=retryable)
         return response
 
     async def json(self, method: str, path: str, **options: Any) -> dict[str, Any]:

@@ -28,6 +28,9 @@ __all__ = ["BatchRounds", "JobView"]
 
 logger = logging.getLogger("nbagent")
 
+POLL_RETRIES = 3
+"""Failed status requests in a row (429, 5xx, connection) tolerated while a job runs."""
+
 
 @dataclass
 class _Waiting:
@@ -123,6 +126,8 @@ class BatchRounds:
 
     def _check(self) -> None:
         """Start a round once every running row waits for the model."""
+        # A request whose row was cancelled meanwhile is not sent.
+        self._waiting = [w for w in self._waiting if not w.answer.done()]
         if self._flush is not None or not self._waiting or len(self._waiting) < self.active:
             return
         waiting, self._waiting = self._waiting, []
@@ -161,13 +166,14 @@ class BatchRounds:
                     continue
                 groups[status.job_id] = chunk
             await asyncio.gather(*(self._finish(job_id, items) for job_id, items in groups.items()))
-        except BaseException as error:
+        except Exception as error:  # a bug or a malformed reply: the rows fail, not the loop
+            logger.warning("batch round failed: %s: %s", type(error).__name__, error)
             for item in waiting:
                 if not item.answer.done():
-                    if isinstance(error, Exception):
-                        item.answer.set_exception(error)
-                    else:
-                        item.answer.cancel()
+                    item.answer.set_exception(error)
+        except BaseException:
+            for item in waiting:
+                item.answer.cancel()
             raise
         finally:
             self._flush = None
@@ -219,11 +225,11 @@ class BatchRounds:
     async def _finish(self, job_id: str, items: list[_Waiting]) -> None:
         """Poll the job until it ends, then answer its requests."""
         try:
-            status = await self.api.status(job_id)
+            status = await self._poll(job_id)
             while not status.ended:
                 self._show(status)
                 await self.sleep(self.poll_interval)
-                status = await self.api.status(job_id)
+                status = await self._poll(job_id)
             self._show(status)
             results = await self.api.results(status) if status.state != "failed" else {}
         except ProviderError as error:
@@ -237,6 +243,18 @@ class BatchRounds:
                 item.answer.set_result((job_id, item.custom_id, result))
         if self.journal is not None:
             self.journal.set_outcomes(job_id, outcomes)
+
+    async def _poll(self, job_id: str) -> JobStatus:
+        """The job's status; a 429, 5xx or dropped connection is asked again, a few times."""
+        for attempt in range(POLL_RETRIES + 1):
+            try:
+                return await self.api.status(job_id)
+            except ProviderError as error:
+                if not error.retryable or attempt == POLL_RETRIES:
+                    raise
+                logger.info("batch job %s: status failed (%s), asking again", job_id, error)
+                await self.sleep(self.poll_interval)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _show(self, status: JobStatus) -> None:
         view = self.views.get(status.job_id)
