@@ -14,10 +14,7 @@ from ..store.batch_jobs import BatchJobs
 
 __all__ = ["batches_text"]
 
-_BASIS_NOTE = {
-    "standard": " (standard price: genai-prices knows no batch discount for this model)",
-    "unknown": " (price unknown)",
-}
+_BASIS_NOTE = {"standard": " (standard price: genai-prices knows no batch discount for this model)"}
 
 
 def batches_text(store: Any, *, limit: int = 50) -> str:

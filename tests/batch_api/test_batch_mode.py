@@ -310,3 +310,23 @@ def test_a_failing_poll_is_asked_again_and_a_refused_job_is_sent_next_call(batch
     assert out["error"].str.contains("batch service unavailable").all()
     out = agent.map(rows, PROMPT, progress=False, mode=FAST)
     assert out["error"].isna().all()
+
+
+@pytest.mark.parametrize(
+    ("model", "note"),
+    [
+        ("openai:chatgpt-4o-latest", "standard price: genai-prices knows no batch discount"),
+        ("openai:gpt-test", "cost unknown"),
+    ],
+)
+def test_without_a_known_batch_price_the_listing_says_so(batch_server, model, note, tmp_path):
+    from nbagent.magic.batches import batches_text
+    from nbagent.store import Store
+
+    history = tmp_path / "h.db"
+    out = http_agent(model, batch_server, tools=[], store=history).map(
+        ROWS.head(2), "Say {w}", progress=False, mode=FAST
+    )
+    assert out["error"].isna().all()
+    assert out["cost"].isna().all() == ("unknown" in note)
+    assert note in batches_text(Store(history))

@@ -14,7 +14,7 @@ import contextvars
 import dataclasses
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
@@ -23,7 +23,7 @@ from ...providers import Capabilities, Provider, capabilities
 from ...providers.base import ModelRequest, ProviderEvent, UsageReport
 from ...providers.http import HttpProvider
 from .api import provider_error
-from .pricing import PriceBasis, batch_price
+from .pricing import batch_price
 
 if TYPE_CHECKING:
     from .jobs import BatchRounds
@@ -39,8 +39,6 @@ class RowSlot:
     requests: int = 0
     cost: float | None = 0.0
     """USD at the batch rate (None once any request's price was unknown)."""
-    basis: PriceBasis | None = None
-    charges: list[tuple[str, str, float]] = field(default_factory=list)
 
 
 CURRENT_ROW: contextvars.ContextVar[RowSlot | None] = contextvars.ContextVar(
@@ -98,7 +96,6 @@ class BatchedProvider:
         if usage is None or not usage.total_tokens:
             return
         cost, basis = batch_price(self._live, usage)
-        slot.basis = basis
         if cost is None or slot.cost is None:
             slot.cost = None
             return
