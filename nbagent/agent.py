@@ -518,7 +518,9 @@ class Agent:
         Options (the README's "An agent over every row" has them all): ``output_type``,
         ``concurrency=8``, ``max_cost`` (USD for the batch), ``resume=True``, ``prefix``,
         ``estimate=k`` (an :class:`~nbagent.batch.Estimate` instead of the frame),
-        ``rpm``/``tpm``, ``progress``, ``history="failed"``, ``executor``; any other
+        ``rpm``/``tpm``, ``progress``, ``history="failed"``, ``executor``, ``mode="batch"``
+        (the providers' batch APIs, at their batch price; ``wait=False`` returns a
+        :class:`~nbagent.batch.provider_batch.BatchHandle` at once); any other
         keyword is a run setting (``max_rounds=2``...). The frame has the input's index
         and ``error``, ``cost``, ``tokens``, ``rounds``, ``seconds`` beside the answers.
         A kernel interrupt (or Ctrl-C) stops the batch and returns what finished.
@@ -526,13 +528,17 @@ class Agent:
         from .batch import batch_options, run_batch_sync
 
         result = run_batch_sync(self, rows, prompt, **batch_options(self, options))
-        return result if options.get("estimate") is not None else result.frame
+        if options.get("estimate") is not None or options.get("wait") is False:
+            return result  # an Estimate, or the handle of a batch-mode call
+        return result.frame
 
     async def amap(self, rows: Any, prompt: str, **options: Any) -> Any:
         """:meth:`map` on the current event loop (same options and result)."""
         from .batch import batch_options, run_batch
 
-        result = await run_batch(self, rows, prompt, **batch_options(self, options))
+        batch = batch_options(self, options)
+        batch.pop("wait", None)  # awaiting is the caller's choice here
+        result = await run_batch(self, rows, prompt, **batch)
         return result if options.get("estimate") is not None else result.frame
 
 

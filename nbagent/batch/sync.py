@@ -40,10 +40,13 @@ class _Relay:
 
 def run_batch_sync(agent: BatchAgent, rows: Any, prompt: str, **options: Any) -> Any:
     """:func:`~nbagent.batch.runner.run_batch` for synchronous code (see ``Agent.map``)."""
+    wait = options.pop("wait", True)
     display: Display = choose_display(options.pop("progress", None))
     control: BatchControl = options.pop("control", None) or BatchControl()
     relay = _Relay()
     loop = background_loop()
+    if not wait:
+        return _in_background(agent, rows, prompt, control, loop, options)
     future = asyncio.run_coroutine_threadsafe(
         run_batch(agent, rows, prompt, progress=relay, control=control, **options), loop
     )
@@ -77,9 +80,24 @@ def run_batch_sync(agent: BatchAgent, rows: Any, prompt: str, **options: Any) ->
     return result
 
 
+def _in_background(
+    agent: BatchAgent, rows: Any, prompt: str, control: BatchControl, loop: Any, options: Any
+) -> Any:
+    """``wait=False``: the batch-mode call on nbagent's loop, a handle back at once."""
+    rounds = getattr(options.get("executor"), "rounds", None)
+    if rounds is None:
+        from ..errors import ConfigError
+
+        raise ConfigError("wait=False is for mode='batch' (a live map runs while you wait)")
+    from .provider_batch import BatchHandle
+
+    coroutine = run_batch(agent, rows, prompt, progress=False, control=control, **options)
+    return BatchHandle(asyncio.run_coroutine_threadsafe(coroutine, loop), control, rounds, loop)
+
+
 BATCH_OPTIONS = frozenset((
     "output_type", "concurrency", "max_cost", "resume", "prefix", "estimate", "rpm",
-    "tpm", "progress", "history", "executor", "control",
+    "tpm", "progress", "history", "executor", "control", "mode", "wait",
 ))  # fmt: skip
 """``Agent.map``'s own options; every other keyword is a run setting of the rows."""
 
@@ -91,6 +109,11 @@ def batch_options(agent: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     batch["provider_options"] = agent._provider_options
     batch["rebuildable"] = not agent._provider_object
     batch["rows_agent"] = lambda provider, store: rows_agent(agent, provider, store)
+    mode = batch.pop("mode", "live")
+    if mode != "live":  # the providers' batch APIs (nbagent.batch.provider_batch)
+        from .provider_batch import batch_mode_options
+
+        batch = batch_mode_options(agent, mode, batch)
     return batch
 
 

@@ -164,6 +164,7 @@ _LINE_HELP = """%agent                 show the model, conversation and tools
 %agent usage           tokens used in this conversation
 %agent history [--all] rounds of this conversation (or all stored conversations) as a DataFrame
 %agent resume ID       continue a stored conversation
+%agent batches         provider batch jobs (mode='batch'): state, counts, cost
 %agent export PATH     save this conversation as .json or .md
 %agent record PATH     record provider traffic to PATH (JSON Lines; %agent record off stops)
 %agent mcp ...         MCP servers: add NAME -- COMMAND ARGS... | list | remove NAME | load PATH"""
@@ -484,6 +485,12 @@ class AgentMagics(Magics):
             )
             return None
         return rounds
+
+    def _cmd_batches(self, rest: list[str]) -> None:
+        self._expect("batches", rest, 0)
+        from .batches import batches_text
+
+        print(batches_text(self.get_agent().store))
 
     def _cmd_resume(self, rest: list[str]) -> None:
         if len(rest) != 1:

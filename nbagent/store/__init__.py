@@ -25,6 +25,7 @@ Modules, from the file up:
 - ``writer``: :class:`RunWriter`, a run saved from its events;
 - ``export``: JSON/Markdown files and the history DataFrame;
 - ``journal``: the batch journal (``Agent.map`` rows, for resume);
+- ``batch_jobs``: the provider batch jobs of ``mode="batch"`` (collected after a restart);
 - ``queries``: :class:`Store`, the database with listing, loading, deleting;
 - ``location``: where the file lives, the shared default Store, ``history()``.
 """

@@ -145,11 +145,52 @@ def _m004_batch_journal(db: sqlite3.Connection) -> None:
     )
 
 
+def _m005_batch_jobs(db: sqlite3.Connection) -> None:
+    """Provider batch jobs (``Agent.map(..., mode="batch")``) and the requests in each.
+
+    ``batch_jobs`` has one row per job a provider's batch API accepted (its id, state,
+    the call's request round, created/ended); ``batch_job_requests`` maps each request
+    of a job (its ``custom_id``) to the ``Agent.map`` row (``row_key``, as in
+    ``batch_rows``) and that row's request number, with a hash of the body sent, so a
+    call after a kernel restart collects the job instead of sending the request again.
+    ``outcome`` is the request's result once collected (errored and expired ones are
+    sent again); ``cost`` its price at the batch rate.
+    """
+    _execute_script(
+        db,
+        """
+        CREATE TABLE batch_jobs (
+            job_id      TEXT PRIMARY KEY,
+            provider    TEXT NOT NULL,
+            model       TEXT NOT NULL,
+            state       TEXT NOT NULL,
+            round       INTEGER NOT NULL,
+            requests    INTEGER NOT NULL,
+            price_basis TEXT,
+            created_at  REAL NOT NULL,
+            ended_at    REAL
+        );
+        CREATE TABLE batch_job_requests (
+            job_id      TEXT NOT NULL REFERENCES batch_jobs(job_id) ON DELETE CASCADE,
+            custom_id   TEXT NOT NULL,
+            row_key     TEXT NOT NULL,
+            request     INTEGER NOT NULL,
+            body_hash   TEXT NOT NULL,
+            outcome     TEXT,
+            cost        REAL,
+            PRIMARY KEY (job_id, custom_id)
+        );
+        CREATE INDEX batch_job_requests_by_row ON batch_job_requests(row_key, request);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_initial,
     _m002_previews,
     _m003_images,
     _m004_batch_journal,
+    _m005_batch_jobs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

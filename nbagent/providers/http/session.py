@@ -119,6 +119,11 @@ class HttpSession:
         return f"HttpSession({self.provider!r}, base_url={self.errors.redact(self.base_url)!r})"
 
     @property
+    def headers(self) -> dict[str, str]:
+        """The headers every request carries (the key among them: never log or store them)."""
+        return dict(self._headers)
+
+    @property
     def auth_hint(self) -> str:
         """What a 401 tells the user to set."""
         return self.errors.auth_hint

@@ -1,0 +1,86 @@
+"""Anthropic's Message Batches: ``POST /v1/messages/batches`` with the Messages bodies.
+
+The job is ``{"requests": [{"custom_id", "params": body}]}``; ``GET
+/v1/messages/batches/{id}`` reports ``processing_status`` (in_progress, canceling,
+ended) and ``request_counts``; ``GET /v1/messages/batches/{id}/results`` is JSONL,
+one line per request in any order: ``{"custom_id", "result": {"type": "succeeded",
+"message"} | {"type": "errored", "error"} | {"type": "expired"} | {"type":
+"canceled"}}``. At most 100,000 requests and 256 MB per job; results are kept 29
+days. The results are read from that documented path on the API's own base URL, never
+from a URL the reply names (the key is not sent anywhere else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+from ...providers.base import ModelRequest
+from ...providers.http import HttpProvider
+from .api import BatchHttp, JobState, JobStatus, RequestLine, RequestResult, error_text, jsonl
+
+__all__ = ["AnthropicBatch"]
+
+_STATES: dict[str, JobState] = {
+    "in_progress": "in_progress",
+    "canceling": "cancelling",
+    "ended": "ended",
+}
+_OUTCOMES = {"succeeded": "succeeded", "errored": "errored", "expired": "expired",
+             "canceled": "cancelled"}  # fmt: skip
+
+
+class AnthropicBatch:
+    """The Message Batches API of the provider's account."""
+
+    provider = "anthropic"
+    max_requests = 100_000
+    max_bytes = 256 * 1024 * 1024
+
+    def __init__(self, provider: HttpProvider) -> None:
+        self.http = BatchHttp(provider)
+        # "/v1/messages" or "/messages" (a gateway's base URL ending in /v1), as live.
+        self.path = provider.request_path(ModelRequest(system=None, messages=[])) + "/batches"
+
+    async def submit(self, lines: Sequence[RequestLine]) -> JobStatus:
+        """One job of the Messages bodies, ``params`` as the live API gets them."""
+        requests = [{"custom_id": line.custom_id, "params": line.body} for line in lines]
+        return _status(await self.http.json("POST", self.path, body={"requests": requests}))
+
+    async def status(self, job_id: str) -> JobStatus:
+        """The job's ``processing_status`` and ``request_counts``."""
+        return _status(await self.http.json("GET", f"{self.path}/{quote(job_id, safe='')}"))
+
+    async def results(self, job: JobStatus) -> dict[str, RequestResult]:
+        """The results file's lines by custom id (in any order)."""
+        response = await self.http.send("GET", f"{self.path}/{quote(job.job_id, safe='')}/results")
+        found: dict[str, RequestResult] = {}
+        for item in jsonl(response.text):
+            custom_id, result = item.get("custom_id"), item.get("result") or {}
+            if isinstance(custom_id, str) and isinstance(result, dict):
+                found[custom_id] = _result(result)
+        return found
+
+    async def cancel(self, job_id: str) -> None:
+        """Cancel the job (requests already done keep their results)."""
+        await self.http.send("POST", f"{self.path}/{quote(job_id, safe='')}/cancel")
+
+
+def _status(job: dict[str, Any]) -> JobStatus:
+    counts = job.get("request_counts") or {}
+    return JobStatus(
+        str(job.get("id", "")),
+        _STATES.get(str(job.get("processing_status")), "in_progress"),
+        {k: int(v) for k, v in counts.items() if isinstance(v, int)},
+        job,
+    )
+
+
+def _result(result: dict[str, Any]) -> RequestResult:
+    outcome = _OUTCOMES.get(str(result.get("type")), "errored")
+    if outcome == "succeeded" and isinstance(result.get("message"), dict):
+        return RequestResult("succeeded", result["message"])
+    if outcome == "errored":
+        return RequestResult("errored", error=error_text("anthropic", result.get("error") or {}))
+    return RequestResult(outcome, error=f"the request {result.get('type')}")  # type: ignore[arg-type]

@@ -1,0 +1,199 @@
+"""What every provider's batch API adapter does, and the HTTP they share.
+
+An adapter (``openai.py``, ``anthropic.py``, ``gemini.py``) turns a list of request
+bodies, each built by the live adapter exactly as the live API would get it, into
+one job of its API, reports the job's state, reads back one result per request and
+cancels. :class:`BatchHttp` sends those requests on the live provider's own client,
+headers (its key) and error reporting (secrets redacted): nothing is re-implemented
+about authentication.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import httpx
+
+from ...errors import ProviderError
+from ...providers.http import HttpProvider, error_from_body, join_url
+
+__all__ = [
+    "ENDED",
+    "BatchApi",
+    "BatchHttp",
+    "JobState",
+    "JobStatus",
+    "Outcome",
+    "RequestLine",
+    "RequestResult",
+]
+
+JobState = Literal[
+    "validating", "in_progress", "cancelling", "ended", "cancelled", "expired", "failed"
+]
+"""A job's state in one vocabulary, whatever its API calls it."""
+
+ENDED: frozenset[str] = frozenset(("ended", "cancelled", "expired", "failed"))
+"""States after which a job's results can be read (or it has none)."""
+
+Outcome = Literal["succeeded", "errored", "expired", "cancelled"]
+"""What became of one request of a job."""
+
+
+@dataclass(frozen=True)
+class RequestLine:
+    """One request of a job: its id in the job and the body the live API would get."""
+
+    custom_id: str
+    body: dict[str, Any]
+
+
+@dataclass
+class JobStatus:
+    """A job as its API reports it."""
+
+    job_id: str
+    state: JobState
+    counts: dict[str, int] = field(default_factory=dict)
+    """The API's own request counts (succeeded, errored...), for the listing."""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The API's job object (where its result file or inline results are found)."""
+
+    @property
+    def ended(self) -> bool:
+        """Whether the job has stopped processing."""
+        return self.state in ENDED
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """One request's result: the response body the live API would have sent, or why not."""
+
+    outcome: Outcome
+    body: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class BatchApi(Protocol):
+    """A provider's batch API (see the module docstring)."""
+
+    provider: str
+    max_requests: int
+    max_bytes: int
+
+    async def submit(self, lines: Sequence[RequestLine]) -> JobStatus:
+        """Create one job of ``lines`` (within the limits); its status as accepted."""
+        ...
+
+    async def status(self, job_id: str) -> JobStatus:
+        """The job's current status."""
+        ...
+
+    async def results(self, job: JobStatus) -> dict[str, RequestResult]:
+        """The ended job's results by custom id (requests without one are left out)."""
+        ...
+
+    async def cancel(self, job_id: str) -> None:
+        """Ask the API to cancel the job (finished requests keep their results)."""
+        ...
+
+
+class BatchHttp:
+    """Requests to a batch API on ``provider``'s client, with its key and its redaction."""
+
+    def __init__(self, provider: HttpProvider) -> None:
+        self.provider = provider
+        self.session = provider.session
+
+    def url(self, path: str) -> str:
+        """The absolute URL of ``path`` on the API's base URL."""
+        return join_url(self.session.base_url, path)
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        files: Mapping[str, Any] | None = None,
+        data: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """Send one request; a non-2xx answer raises ProviderError (secrets redacted)."""
+        headers = self.session.headers
+        content = None
+        if files is not None:
+            # A boundary decided by the content (httpx takes it from this header), so the
+            # same upload is the same bytes: a recording replays it.
+            digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:32]
+            headers["content-type"] = f"multipart/form-data; boundary=nbagent-{digest}"
+        elif body is not None:
+            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        else:
+            headers.pop("content-type", None)
+        client = self.session.client()
+        try:
+            response = await client.request(
+                method, self.url(path), content=content, files=files, data=data, headers=headers
+            )
+        except httpx.TransportError as exc:
+            detail = self.session.errors.redact(str(exc)) or type(exc).__name__
+            raise self.session.errors.error(
+                None, "connection_error", f"batch API request failed ({detail})", retryable=True
+            ) from None
+        if response.status_code >= 300:
+            error_type, message, _ = error_from_body(
+                self.session.provider, response.status_code, response.content,
+                default_message=response.reason_phrase,
+            )  # fmt: skip
+            status = response.status_code
+            retryable = status == 429 or status >= 500
+            raise self.session.errors.error(status, error_type, message, retryable=retryable)
+        return response
+
+    async def json(self, method: str, path: str, **options: Any) -> dict[str, Any]:
+        """:meth:`send`, the answer parsed as a JSON object."""
+        response = await self.send(method, path, **options)
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise self.session.errors.error(
+                response.status_code,
+                "malformed_response",
+                "the batch API's reply is not a JSON object",
+            )
+        return data
+
+
+def jsonl(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL text (blank and malformed lines skipped)."""
+    items = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            items.append(item)
+    return items
+
+
+def error_text(provider: str, error: Any) -> str:
+    """One line from an error object of any API (``{"message"...}``, nested, or text)."""
+    if isinstance(error, str):
+        return error
+    _, message, _ = error_from_body(provider, None, error if isinstance(error, dict) else {})
+    return message
+
+
+def provider_error(provider: str, outcome: str, message: str) -> ProviderError:
+    """The error a row's run raises when its request did not succeed in the job."""
+    return ProviderError(provider, None, f"batch_{outcome}", message)
