@@ -12,6 +12,9 @@ them alike. Per round (one model request + one tool call):
 * ``raw async``: an asyncio + httpx.AsyncClient loop with minimal JSON handling,
 * ``nbagent async``: ``await Agent(OpenAIProvider).run(...)`` on the same loop
   (ratio to ``raw async``; goal: within 5 % non-streamed, <= 0.80x streamed),
+* ``raw async+thread``: ``raw async`` running its tool on a worker thread
+  (``asyncio.to_thread``), as nbagent must (no user code on the event loop's
+  thread); informational: the floor that hop puts under ``nbagent async``,
 * ``raw sync``: the same loop on a synchronous httpx.Client,
 * ``run_sync``: ``Agent.run_sync`` (what ``%%agent`` uses), no history,
 * ``history``: ``Agent.run_sync`` writing history to a temporary file
@@ -172,6 +175,19 @@ def _raw_step(messages: list[dict[str, Any]], message: dict[str, Any]) -> str | 
     return None
 
 
+async def _raw_step_threaded(messages: list[dict[str, Any]], message: dict[str, Any]) -> str | None:
+    """:func:`_raw_step` with each tool call run on a worker thread."""
+    tool_calls = message.get("tool_calls") or []
+    if not tool_calls:
+        return message.get("content") or ""
+    messages.append({"role": "assistant", "content": "", "tool_calls": tool_calls})
+    for tc in tool_calls:
+        args = json.loads(tc["function"]["arguments"])
+        value = await asyncio.to_thread(add, **args)
+        messages.append({"role": "tool", "tool_call_id": tc["id"], "content": str(value)})
+    return None
+
+
 def run_raw(url: str, client: httpx.Client, stream: bool) -> str:
     """The synchronous baseline."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
@@ -191,8 +207,10 @@ def run_raw(url: str, client: httpx.Client, stream: bool) -> str:
             return answer
 
 
-async def run_raw_async(url: str, client: httpx.AsyncClient, stream: bool) -> str:
-    """The asyncio baseline."""
+async def run_raw_async(
+    url: str, client: httpx.AsyncClient, stream: bool, threaded: bool = False
+) -> str:
+    """The asyncio baseline (``threaded``: each tool call on a worker thread)."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
     while True:
         body = _raw_body(messages, stream)
@@ -205,7 +223,10 @@ async def run_raw_async(url: str, client: httpx.AsyncClient, stream: bool) -> st
         else:
             response = await client.post(url + "/chat/completions", json=body)
             message = response.json()["choices"][0]["message"]
-        answer = _raw_step(messages, message)
+        if threaded:
+            answer = await _raw_step_threaded(messages, message)
+        else:
+            answer = _raw_step(messages, message)
         if answer is not None:
             return answer
 
@@ -300,6 +321,8 @@ def _serve(conn: Any) -> None:
 RATIOS = (
     # (contender, baseline, goal non-streamed, goal streamed)
     ("nbagent async", "raw async", 1.05, 0.80),
+    ("raw async+thread", "raw async", None, None),
+    ("nbagent async", "raw async+thread", None, None),
     ("run_sync", "raw sync", 2.0, 1.6),
     ("history", "raw sync", 2.0, 1.6),
     ("pydantic-ai", "raw async", None, None),
@@ -327,6 +350,9 @@ def main() -> None:
                 contenders: dict[str, Callable[[], Any]] = {
                     "raw async": lambda c=async_client, s=stream: run_raw_async(url, c, s),
                     "nbagent async": make_nbagent(url, stream),
+                    "raw async+thread": lambda c=async_client, s=stream: run_raw_async(
+                        url, c, s, threaded=True
+                    ),
                     "raw sync": lambda c=client, s=stream: run_raw(url, c, s),
                     "run_sync": make_run_sync(url, stream),
                     "history": make_run_sync(url, stream, store=history),
@@ -348,7 +374,7 @@ def main() -> None:
         row = results[stream]
         times = "  ".join(f"{name} {ms * 1000:.3f}" for name, ms in row.items())
         print(f"{label:6} {times}")
-    print(f"{'ratio':24} {'json':>12} {'stream':>12}")
+    print(f"{'ratio':34} {'json':>12} {'stream':>12}")
     for name, base, goal_json, goal_stream in RATIOS:
         if name not in results[False]:
             continue
@@ -357,7 +383,7 @@ def main() -> None:
             ratio = results[stream][name] / results[stream][base]
             mark = "" if goal is None else (" ok" if ratio <= goal else " >" + f"{goal:.2f}")
             cells.append(f"{ratio:.2f}x{mark}")
-        print(f"{name + ' / ' + base:24} {cells[0]:>12} {cells[1]:>12}")
+        print(f"{name + ' / ' + base:34} {cells[0]:>12} {cells[1]:>12}")
 
 
 async def _async_client() -> httpx.AsyncClient:

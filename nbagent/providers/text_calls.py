@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from ..messages import Message, ToolCall, new_id
@@ -84,7 +84,8 @@ class TextCallScanner:
         tool_names: the offered tools; empty: calls are never recognised (think
             blocks still are).
         quoted: texts the model may quote (the prompt, tool results): a block whose
-            text appears in one of them is shown, never run.
+            text appears in one of them is shown, never run. Read only when a block
+            is found (most replies have none), so it may be a lazy iterable.
         forbidden: tools are forbidden (the forced final answer): marked call blocks
             are left out of the text and become no calls.
     """
@@ -98,7 +99,7 @@ class TextCallScanner:
     ) -> None:
         self.names = frozenset(tool_names)
         self.forbidden = forbidden
-        self._quoted = [q for q in quoted if q]
+        self._quoted = quoted
         self._squeezed: list[str] | None = None  # the quoted texts without whitespace, once
         self.calls: list[ToolCall] = []
         self.thinking: list[str] = []
@@ -276,7 +277,7 @@ class TextCallScanner:
         if not needle:
             return False
         if self._squeezed is None:
-            self._squeezed = [_squeeze(q) for q in self._quoted]
+            self._squeezed = [_squeeze(q) for q in self._quoted if q]
         return any(needle in hay for hay in self._squeezed)
 
     def _text(self, out: list[str], piece: str) -> None:
@@ -506,16 +507,21 @@ def wrap_decoder(
         return inner
     forbidden = request.tool_choice == "none"
     names = [] if forbidden else [t.name for t in request.tools]
-    return TextCallDecoder(inner, names, echo_key, quoted=quoted_texts(request.messages),
-                           forbidden=forbidden)  # fmt: skip
+    # Gathered only if a block turns up: walking the whole history on every request
+    # made each request's cost grow with the conversation.
+    quoted = _iter_quoted(request.messages)
+    return TextCallDecoder(inner, names, echo_key, quoted=quoted, forbidden=forbidden)
 
 
 def quoted_texts(messages: Iterable[Message]) -> list[str]:
     """What the model may quote: the user turns and every tool result."""
-    texts: list[str] = []
+    return list(_iter_quoted(messages))
+
+
+def _iter_quoted(messages: Iterable[Message]) -> Iterator[str]:
     for message in messages:
         if message.role == "user":
-            texts.append(message.content)
+            yield message.content
         for rnd in message.rounds or ():
-            texts += [result.content for result in rnd.results]
-    return texts
+            for result in rnd.results:
+                yield result.content

@@ -69,6 +69,7 @@ class RunWriter:
         self._finished = False
         self._fork_of: str | None = None
         self._written_rows: set[int] = set()
+        self._rows_unclaimed = False  # _written_rows changed since they were last claimed
 
     def on_event(self, event: Event) -> None:
         """Save what ``event`` completes: the run's start, a round, or the whole run."""
@@ -130,8 +131,11 @@ class RunWriter:
             outcome.clear()
             if self.store.write(lambda db: outcome.append(work(db))):
                 self._message_row, self._rounds_written = outcome[-1]
-                claims = self.store.claims(self.conversation.id, self.conversation)
-                claims.update(self._written_rows)  # only once committed
+                if self._rows_unclaimed:  # only once committed; claims only grow (or
+                    # are cleared with a new generation, which makes _write start over)
+                    claims = self.store.claims(self.conversation.id, self.conversation)
+                    claims.update(self._written_rows)
+                    self._rows_unclaimed = False
                 logger.debug("history write took %.2f ms", (time.perf_counter() - started) * 1e3)
                 return
             if self._generation == self.store.generation:
@@ -167,6 +171,7 @@ class RunWriter:
             )
         if starting:  # the only write that adds message rows
             self._written_rows = message_rows(db, self.conversation.id)
+            self._rows_unclaimed = True
         return message_row, max(written, upto)
 
     def _fork(self) -> None:
