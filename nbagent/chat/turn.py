@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..kernel.prompt import Interpolated
 from ..live import UPDATE_INTERVAL, LiveRun
-from ..messages import ToolCall
+from ..messages import Conversation, ToolCall
 from ..render import Transcript, escape
 from ..results import RunResult
 
@@ -43,13 +43,26 @@ class Turn:
 
     interval = UPDATE_INTERVAL
 
-    def __init__(self, chat: TurnHost, prompt: str, fields: Interpolated | None = None) -> None:
+    def __init__(
+        self,
+        chat: TurnHost,
+        prompt: str,
+        fields: Interpolated | None = None,
+        *,
+        conversation: Conversation | None = None,
+    ) -> None:
         self.chat = chat
         self.prompt = prompt
         self.note = fields.summary() if fields is not None else None
         """What was sent in place of shortened ``{name}`` values, shown under the message."""
         sent = fields.text if fields is not None else prompt
-        overrides = {"attachments": fields.images} if fields is not None and fields.images else {}
+        overrides: dict[str, Any] = {}
+        if fields is not None and fields.images:
+            overrides["attachments"] = fields.images
+        self.conversation = conversation
+        """The branch this turn starts (an edited message), or None: the agent's own."""
+        if conversation is not None:
+            overrides["conversation"] = conversation
         self.run = LiveRun(chat.agent, sent, self, overrides=overrides)
         self.error: str | None = None
         self._status = ""

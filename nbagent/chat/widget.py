@@ -37,7 +37,10 @@ from ..live import stop_text
 from ..messages import ToolCall
 from ..render import APPROVAL_LIMIT, call_signature
 from ..results import RunResult
+from ..messages import Conversation
 from ..store import Store, resolve_store
+from ..store.tree import mark_shown, shown_branch, start_branch
+from .branches import branch_from, points_of, position_of_turn, with_branches
 from .history import turns_of
 from .turn import Turn
 from .twin import StaticTwin
@@ -75,7 +78,8 @@ class ChatWidget(anywidget.AnyWidget):
     _css = _HERE / "chat.css"
 
     turns = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """Finished turns, oldest first: ``{"prompt": str, "html": str}`` each."""
+    """Finished turns, oldest first: ``{"prompt": str, "html": str}`` each, and
+    ``"branch": {"label": "2/3", "index", "count"}`` where the turn was edited."""
     live = traitlets.Dict().tag(sync=True)
     """The turn being generated (same shape as a finished turn), or ``{}``."""
     status = traitlets.Unicode("Ready").tag(sync=True)
@@ -116,7 +120,8 @@ class ChatWidget(anywidget.AnyWidget):
                 else Agent.resume(conversation, **agent_options)
             )
         elif conversation is not None:
-            agent.conversation = _store_of(agent).load(conversation)
+            store = _store_of(agent)
+            agent.conversation = store.load(shown_branch(store, store.resolve_id(conversation)))
         self.agent = agent
         self.history: list[Turn] = []
         """Every turn of this chat, the one being generated last."""
@@ -170,6 +175,45 @@ class ChatWidget(anywidget.AnyWidget):
         ``text`` is blank or names an undefined ``{name}`` (the status says which).
         Raises RuntimeError while a reply is still being generated.
         """
+        return self._start(text)
+
+    def edit(self, turn: int, text: str) -> asyncio.Task[RunResult | None] | None:
+        """Send ``text`` in place of turn ``turn``'s message (0-based), as a new branch.
+
+        The turns before it stay; the ones after it stay in the branch they belong to,
+        which the "2/3" arrows (:meth:`switch_branch`) show again. Returns the generation
+        task, or None as :meth:`submit` does.
+        """
+        conversation = self.agent.conversation
+        position = position_of_turn(conversation, turn)
+        return self._start(text, branch=(conversation, position))
+
+    def regenerate(self) -> asyncio.Task[RunResult | None] | None:
+        """Answer the last message again, as a sibling branch of the last answer."""
+        if not self.turns:
+            raise RuntimeError("nothing to regenerate: the chat has no turns yet")
+        return self.edit(len(self.turns) - 1, str(self.turns[-1]["prompt"]))
+
+    def switch_branch(self, turn: int, step: int = 1) -> None:
+        """Show the next (``step=1``) or previous (``-1``) branch at turn ``turn``.
+
+        What the turn's "2/3" arrows do. The next message continues the branch shown,
+        and so does :meth:`~nbagent.Agent.resume` after a restart.
+        """
+        if self.busy:
+            raise RuntimeError("ChatWidget is still answering; call stop() first")
+        conversation = self.agent.conversation
+        point = points_of(self.agent.store, conversation).get(
+            position_of_turn(conversation, turn)
+        )
+        if point is None:
+            raise ValueError(f"turn {turn} has no other branch")
+        self.open_conversation(point.targets[(point.index + step) % len(point.targets)])
+
+    def _start(
+        self, text: str, branch: tuple[Conversation, int] | None = None
+    ) -> asyncio.Task[RunResult | None] | None:
+        """Start a turn: a new message, or (``branch``) one in place of an earlier one."""
         if self.busy:
             raise RuntimeError("ChatWidget is still answering; call stop() first")
         text = text.strip()
@@ -186,9 +230,18 @@ class ChatWidget(anywidget.AnyWidget):
                 "ChatWidget.submit needs a running event loop (a Jupyter kernel or an "
                 "async function); in a plain script use Agent.run_sync"
             ) from None
-        turn = Turn(self, text, fields)
+        target = None
+        if branch is not None:
+            source, position = branch
+            target = branch_from(source, position)
+            if self.agent.store is not None:
+                start_branch(self.agent.store, target.id, source.id, position)
+        turn = Turn(self, text, fields, conversation=target)
         self._allowed_this_run.clear()
         self.history.append(turn)
+        if target is not None:  # the page shows the turns the branch keeps
+            self.turns = turns_of(target)
+            self.conversation_id = target.id
         self.live = turn.state()
         self.busy = True
         self.status = "Sending…"
@@ -245,9 +298,11 @@ class ChatWidget(anywidget.AnyWidget):
         Any reply being generated is stopped; the next message continues the opened
         conversation. The list of recent chats in the page calls this.
         """
-        conversation = _store_of(self.agent).load(conversation_id)
+        store = _store_of(self.agent)
+        conversation = store.load(conversation_id)
         self._drop_run()
         self.agent.conversation = conversation
+        mark_shown(store, conversation.id)
         self._show_conversation(recent=True)
         self.status = "Ready"
 
@@ -285,13 +340,19 @@ class ChatWidget(anywidget.AnyWidget):
         file before its first message.
         """
         with self.hold_sync():
-            self.turns = turns_of(self.agent.conversation)
+            self.turns = self._drawn_turns()
             self.live = {}
             self.conversation_id = self.agent.conversation.id
             self.always_allowed = self._always.get(self.conversation_id, [])
             if recent:
                 self.refresh_recent()
         self.twin.update(self.turns)
+
+    def _drawn_turns(self) -> list[dict[str, Any]]:
+        """The agent's conversation as the page draws it: turns with their branch arrows."""
+        conversation = self.agent.conversation
+        points = points_of(self.agent.store, conversation)
+        return with_branches(turns_of(conversation), conversation, points)
 
     # -- the front end's messages --------------------------------------------------
 
@@ -310,6 +371,8 @@ class ChatWidget(anywidget.AnyWidget):
             self.open_conversation(str(content.get("id", "")))
         elif kind == "refresh_recent":
             self.refresh_recent()
+        elif kind in ("edit", "branch"):
+            self._branch_from_page(content)
         elif kind == "revoke":
             self.revoke(str(content.get("tool", "")))
         elif kind in ("approve", "allow_for_run", "always_allow", "deny"):
@@ -325,6 +388,17 @@ class ChatWidget(anywidget.AnyWidget):
             return
         if self.submit(text) is None and text.strip():
             self.send({"kind": "restore", "text": text})
+
+    def _branch_from_page(self, content: dict[str, Any]) -> None:
+        """An edited message sent, or a turn's branch arrow clicked."""
+        try:
+            turn = int(content.get("turn", -1))
+            if content.get("kind") == "branch":
+                self.switch_branch(turn, 1 if int(content.get("step", 1)) > 0 else -1)
+            elif self.edit(turn, str(content.get("text", ""))) is None:
+                self.send({"kind": "restore", "text": str(content.get("text", ""))})
+        except (RuntimeError, ValueError, IndexError) as error:
+            self.status = str(error)
 
     # -- generation ----------------------------------------------------------------
 
@@ -350,8 +424,15 @@ class ChatWidget(anywidget.AnyWidget):
         elif result is not None:
             self.status = stop_text(result)
         # One state message for the three traits: the page never sees the turn twice.
+        branched = turn.conversation is not None
+        if branched:  # the chat goes on in the new branch, trusting the same tools
+            self.agent.conversation = turn.conversation
+            self._always[turn.conversation.id] = list(self.always_allowed)
         with self.hold_sync():
-            self.turns = [*self.turns, turn.state()]
+            if branched:
+                self.turns = self._drawn_turns()
+            else:
+                self.turns = [*self.turns, turn.state()]
             self.live = {}
             self.busy = False
             self.conversation_id = self.agent.conversation.id
