@@ -60,12 +60,54 @@ function render({ model, el }) {
   const buttons = element("div", "nbagent-chat-buttons");
   const send = button("Send", "nbagent-chat-send nbagent-primary", "Send (Enter)");
   const stop = button("Stop", "nbagent-chat-stop", "Stop the reply (Esc)");
-  buttons.append(send, stop);
+  const regenerate = button("Regenerate", "nbagent-chat-regenerate", "Answer the last message again, as a new branch");
+  buttons.append(send, stop, regenerate);
   inputRow.append(area, buttons);
-  root.append(header, scroller, approvals, trusted, inputRow);
+  // While an earlier message is being edited: which one, and how to give up.
+  const editing = element("div", "nbagent-chat-editing", { role: "status" });
+  editing.hidden = true;
+  root.append(header, scroller, approvals, trusted, editing, inputRow);
   el.append(root);
 
-  const drawn = []; // the HTML of each finished turn as drawn, to redraw only changes
+  const drawn = []; // each finished turn as drawn (HTML and branch), to redraw only changes
+  let editTurn = null; // the turn whose message the box holds for editing, if any
+
+  function drawnKey(turn) {
+    return `${turn.html}\u0000${turn.branch ? turn.branch.label : ""}`;
+  }
+
+  function startEdit(index, prompt) {
+    editTurn = index;
+    area.value = prompt;
+    editing.hidden = false;
+    editing.textContent = `Editing message ${index + 1}: Enter sends it as a new branch, Esc cancels.`;
+    area.focus();
+    area.setSelectionRange(prompt.length, prompt.length);
+  }
+
+  function cancelEdit() {
+    editTurn = null;
+    editing.hidden = true;
+    editing.textContent = "";
+  }
+
+  function turnControls(turn, index) {
+    // Edit (any message) and, where the message was edited before, the branch arrows.
+    const bar = element("div", "nbagent-turn-controls", { role: "toolbar", "aria-label": `Message ${index + 1} actions` });
+    if (turn.branch) {
+      const previous = button("‹", "nbagent-branch-previous", "Previous branch");
+      const label = element("span", "nbagent-branch-label", { "aria-label": `Branch ${turn.branch.label}` });
+      label.textContent = turn.branch.label;
+      const next = button("›", "nbagent-branch-next", "Next branch");
+      previous.addEventListener("click", () => model.send({ kind: "branch", turn: index, step: -1 }));
+      next.addEventListener("click", () => model.send({ kind: "branch", turn: index, step: 1 }));
+      bar.append(previous, label, next);
+    }
+    const edit = button("Edit", "nbagent-turn-edit", "Edit this message and send it as a new branch");
+    edit.addEventListener("click", () => startEdit(index, turn.prompt));
+    bar.append(edit);
+    return bar;
+  }
 
   function turnNode(turn, index) {
     const node = element("div", "nbagent-turn-view", {
@@ -73,6 +115,7 @@ function render({ model, el }) {
       "aria-label": `Turn ${index + 1}`,
     });
     node.innerHTML = turn.html;
+    node.prepend(turnControls(turn, index));
     return node;
   }
 
@@ -80,7 +123,7 @@ function render({ model, el }) {
     const turns = model.get("turns") || [];
     // Finished turns never change, so a new list is the old one plus some: append.
     // Anything else (New chat, another state) redraws from scratch.
-    const same = drawn.length <= turns.length && drawn.every((html, i) => turns[i].html === html);
+    const same = drawn.length <= turns.length && drawn.every((key, i) => drawnKey(turns[i]) === key);
     if (!same) {
       log.replaceChildren();
       drawn.length = 0;
@@ -88,7 +131,7 @@ function render({ model, el }) {
     const fragment = document.createDocumentFragment();
     for (let i = drawn.length; i < turns.length; i += 1) {
       fragment.append(turnNode(turns[i], i));
-      drawn.push(turns[i].html);
+      drawn.push(drawnKey(turns[i]));
     }
     log.append(fragment);
   }
@@ -104,6 +147,7 @@ function render({ model, el }) {
     const busy = model.get("busy");
     send.disabled = busy;
     stop.disabled = !busy;
+    regenerate.disabled = busy || !(model.get("turns") || []).length;
     root.classList.toggle("nbagent-busy", busy);
   }
 
@@ -182,7 +226,12 @@ function render({ model, el }) {
     const text = area.value;
     if (!text.trim() || model.get("busy")) return;
     area.value = "";
-    model.send({ kind: "submit", text });
+    if (editTurn !== null) {
+      model.send({ kind: "edit", turn: editTurn, text });
+      cancelEdit();
+    } else {
+      model.send({ kind: "submit", text });
+    }
   }
 
   function lastPrompt() {
@@ -200,6 +249,10 @@ function render({ model, el }) {
       if (model.get("busy")) {
         event.preventDefault();
         model.send({ kind: "stop" });
+      } else if (editTurn !== null) {
+        event.preventDefault();
+        cancelEdit();
+        area.value = "";
       }
       return;
     }
@@ -242,6 +295,7 @@ function render({ model, el }) {
   });
   send.addEventListener("click", submit);
   stop.addEventListener("click", () => model.send({ kind: "stop" }));
+  regenerate.addEventListener("click", () => model.send({ kind: "regenerate" }));
   newChat.addEventListener("click", () => model.send({ kind: "new_chat" }));
   recent.addEventListener("focus", () => model.send({ kind: "refresh_recent" }));
   recent.addEventListener("change", () => {
@@ -251,6 +305,7 @@ function render({ model, el }) {
   });
 
   model.on("change:turns", drawTurns);
+  model.on("change:turns", drawStatus);
   model.on("change:live", drawLive);
   model.on("change:status", drawStatus);
   model.on("change:busy", drawStatus);
@@ -272,6 +327,7 @@ function render({ model, el }) {
 
   return () => {
     model.off("change:turns", drawTurns);
+    model.off("change:turns", drawStatus);
     model.off("change:live", drawLive);
     model.off("change:status", drawStatus);
     model.off("change:busy", drawStatus);

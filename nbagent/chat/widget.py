@@ -34,10 +34,9 @@ from ..kernel.display import code_html, code_of
 from ..kernel.errors import last_error_text
 from ..kernel.prompt import Interpolated, PromptError, interpolate_prompt
 from ..live import stop_text
-from ..messages import ToolCall
+from ..messages import Conversation, ToolCall
 from ..render import APPROVAL_LIMIT, call_signature
 from ..results import RunResult
-from ..messages import Conversation
 from ..store import Store, resolve_store
 from ..store.tree import mark_shown, shown_branch, start_branch
 from .branches import branch_from, points_of, position_of_turn, with_branches
@@ -203,9 +202,7 @@ class ChatWidget(anywidget.AnyWidget):
         if self.busy:
             raise RuntimeError("ChatWidget is still answering; call stop() first")
         conversation = self.agent.conversation
-        point = points_of(self.agent.store, conversation).get(
-            position_of_turn(conversation, turn)
-        )
+        point = points_of(self.agent.store, conversation).get(position_of_turn(conversation, turn))
         if point is None:
             raise ValueError(f"turn {turn} has no other branch")
         self.open_conversation(point.targets[(point.index + step) % len(point.targets)])
@@ -371,7 +368,7 @@ class ChatWidget(anywidget.AnyWidget):
             self.open_conversation(str(content.get("id", "")))
         elif kind == "refresh_recent":
             self.refresh_recent()
-        elif kind in ("edit", "branch"):
+        elif kind in ("edit", "branch", "regenerate"):
             self._branch_from_page(content)
         elif kind == "revoke":
             self.revoke(str(content.get("tool", "")))
@@ -393,7 +390,9 @@ class ChatWidget(anywidget.AnyWidget):
         """An edited message sent, or a turn's branch arrow clicked."""
         try:
             turn = int(content.get("turn", -1))
-            if content.get("kind") == "branch":
+            if content.get("kind") == "regenerate":
+                self.regenerate()
+            elif content.get("kind") == "branch":
                 self.switch_branch(turn, 1 if int(content.get("step", 1)) > 0 else -1)
             elif self.edit(turn, str(content.get("text", ""))) is None:
                 self.send({"kind": "restore", "text": str(content.get("text", ""))})
@@ -424,10 +423,11 @@ class ChatWidget(anywidget.AnyWidget):
         elif result is not None:
             self.status = stop_text(result)
         # One state message for the three traits: the page never sees the turn twice.
-        branched = turn.conversation is not None
-        if branched:  # the chat goes on in the new branch, trusting the same tools
-            self.agent.conversation = turn.conversation
-            self._always[turn.conversation.id] = list(self.always_allowed)
+        branch = turn.conversation
+        branched = branch is not None
+        if branch is not None:  # the chat goes on in the new branch, trusting the same tools
+            self.agent.conversation = branch
+            self._always[branch.id] = list(self.always_allowed)
         with self.hold_sync():
             if branched:
                 self.turns = self._drawn_turns()

@@ -148,14 +148,14 @@ def _m004_batch_journal(db: sqlite3.Connection) -> None:
 def _m006_message_parents(db: sqlite3.Connection) -> None:
     """Branches: each message has a parent, so a conversation's edits form a tree.
 
-    A branch (an edited message, a regenerated answer) is saved as a conversation of
-    its own, whole, whose ``branch_of`` names the conversation it left and
-    ``branch_at`` the position of its first new message; that message's parent is
-    the message before it in ``branch_of``. ``root_id`` names the first conversation
-    of the tree and ``shown_at`` when a chat last showed this branch. A trigger
-    fills ``parent_id`` as rows are written, so writers need not know about
-    branches; older files get their chats as straight lines. Depends on no other
-    migration but the first.
+    A branch (an edited message, a regenerated answer) is saved as a conversation
+    of its own, whole, whose ``branch_of`` names the conversation that wrote the
+    message it replaces and ``branch_at`` that message's position; its first new
+    message gets the replaced message's parent, so the two are siblings.
+    ``root_id`` names the first conversation of the tree and ``shown_at`` when a
+    chat last showed this branch. A trigger fills ``parent_id`` as rows are
+    written, so writers need not know about branches; older files get their chats
+    as straight lines. Depends on no other migration but the first.
     """
     _execute_script(
         db,
@@ -177,8 +177,8 @@ def _m006_message_parents(db: sqlite3.Connection) -> None:
         WHEN NEW.parent_id IS NULL AND NEW.position > 0
         BEGIN
             UPDATE messages SET parent_id = coalesce(
-                (SELECT p.id FROM conversations c JOIN messages p
-                   ON p.conversation_id = c.branch_of AND p.position = NEW.position - 1
+                (SELECT p.parent_id FROM conversations c JOIN messages p
+                   ON p.conversation_id = c.branch_of AND p.position = NEW.position
                  WHERE c.id = NEW.conversation_id AND c.branch_at = NEW.position),
                 (SELECT p.id FROM messages p
                  WHERE p.conversation_id = NEW.conversation_id

@@ -4,8 +4,8 @@ A branch is saved as a conversation of its own (the run writer saves it whole, a
 saves any run), created here first with ``branch_of`` (the conversation it left),
 ``branch_at`` (the position of its first new message) and ``root_id`` (the tree's
 first conversation). The history's ``messages_parent`` trigger then gives its first
-new message the message before it in ``branch_of`` as parent, so every message has
-a parent and messages with the same parent are siblings: the "2/3" of a chat.
+new message the parent of the message it replaces, so every message has a parent
+and messages with the same parent are siblings: the "2/3" of a chat.
 
 Rows of a branch before ``branch_at`` are its copy of the shared start; they are
 read as the conversation they were copied from (:func:`_owner`).
@@ -50,7 +50,7 @@ class _Node:
 
 
 def start_branch(store: Database, branch_id: str, source_id: str, at: int) -> bool:
-    """Record that conversation ``branch_id`` leaves ``source_id`` at message ``at``.
+    """Record that conversation ``branch_id`` replaces ``source_id``'s message ``at``.
 
     Call it before the branch's first run saves anything; the run's writer fills in
     the rest (its messages, title, model). Returns False when the history failed.
@@ -63,13 +63,15 @@ def start_branch(store: Database, branch_id: str, source_id: str, at: int) -> bo
             (source_id,),
         ).fetchone()
         root, title, system, model = source or (source_id, None, None, None)
+        # The conversation that wrote the replaced message, not a branch's copy of it.
+        owner = _owner(_family(db, source_id), source_id, at)
         db.execute(
             """
             INSERT INTO conversations (id, title, system, model, created_at, updated_at,
               branch_of, branch_at, root_id, shown_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            (branch_id, title, system, model, now, now, source_id, at, root, now),
+            (branch_id, title, system, model, now, now, owner, at, root, now),
         )
 
     return store.write(work)

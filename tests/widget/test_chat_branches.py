@@ -132,3 +132,20 @@ def test_edit_of_a_turn_that_does_not_exist_says_how_many_there_are(tmp_path: Pa
         chat.edit(3, "x")
     chat._handle_custom_msg({"kind": "edit", "turn": 3, "text": "x"}, [])
     assert chat.status == "no turn 3: the chat has 0 turns"
+
+
+async def test_branches_of_a_branch_stay_siblings_of_the_original_message(tmp_path: Path) -> None:
+    chat, _model = await three_turns(tmp_path / "history.db")
+    original = chat.conversation_id
+    await asyncio.wait_for(chat.edit(1, "TWO"), 10)
+    await asyncio.wait_for(chat.regenerate(), 10)  # a branch of the branch, same message
+    assert labels(chat) == [None, "3/3"]
+    # Editing the first message from there: its copy in the branch is the original's.
+    result = await asyncio.wait_for(chat.edit(0, "ONE"), 10)
+    assert result.output == "saw: ONE"
+    assert labels(chat) == ["2/2"]
+    chat.switch_branch(0)
+    # Back through the first message's arrows: the branch shown last that keeps "one".
+    assert prompts(chat) == ["one", "TWO"] and labels(chat) == ["1/2", "3/3"]
+    chat.switch_branch(1)  # 3/3 -> 1/3: the original's own line
+    assert chat.conversation_id == original and labels(chat) == ["1/2", "1/3", None]
