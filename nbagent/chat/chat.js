@@ -136,11 +136,24 @@ function render({ model, el }) {
     log.append(fragment);
   }
 
+  let liveDrawnAt = performance.now();
+
   function drawLive() {
     const live = model.get("live") || {};
     liveRegion.innerHTML = live.html || "";
     liveRegion.setAttribute("aria-busy", live.html ? "true" : "false");
+    liveDrawnAt = performance.now();
   }
+
+  // A running call's card counts its seconds on between the kernel's redraws.
+  function tickCards() {
+    const since = (performance.now() - liveDrawnAt) / 1000;
+    for (const time of liveRegion.querySelectorAll(".nbagent-card-running [data-elapsed]")) {
+      const seconds = Number(time.dataset.elapsed) + since;
+      time.textContent = seconds >= 0.1 ? `${seconds.toFixed(1)} s` : `${Math.round(seconds * 1000)} ms`;
+    }
+  }
+  const ticker = setInterval(tickCards, 500);
 
   function drawStatus() {
     status.textContent = model.get("status");
@@ -326,6 +339,7 @@ function render({ model, el }) {
   drawApprovals();
 
   return () => {
+    clearInterval(ticker);
     model.off("change:turns", drawTurns);
     model.off("change:turns", drawStatus);
     model.off("change:live", drawLive);

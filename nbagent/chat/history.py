@@ -12,6 +12,7 @@ from typing import Any
 from ..messages import Conversation, Message
 from ..render import escape, render_markdown, render_round_html
 from ..render.css import wrap
+from .cards import cards_html
 
 
 def user_html(prompt: str) -> str:
@@ -25,6 +26,7 @@ def stored_turn(prompt: str, reply: Message | None) -> dict[str, Any]:
     """One turn from history: ``{"prompt", "html"}`` like a live turn's state."""
     parts = ['<div class="nbagent-turn">', user_html(prompt)]
     if reply is not None:
+        parts.append(cards_html(reply.rounds or []))
         body = [render_round_html(r, i) for i, r in enumerate(reply.rounds or [])]
         body.append(f'<div class="nba-answer">{render_markdown(reply.content)}</div>')
         footer = [reply.model or ""]

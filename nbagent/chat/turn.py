@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..kernel.prompt import Interpolated
 from ..live import UPDATE_INTERVAL, LiveRun
-from ..messages import Conversation, ToolCall
+from ..messages import Conversation, ToolCall, ToolRound
 from ..render import Transcript, escape
 from ..results import RunResult
+from .cards import cards_html
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -66,6 +68,7 @@ class Turn:
         self.run = LiveRun(chat.agent, sent, self, overrides=overrides)
         self.error: str | None = None
         self._status = ""
+        self._started: dict[str, float] = {}  # call id -> when this turn first saw it running
 
     @property
     def transcript(self) -> Transcript:
@@ -87,11 +90,30 @@ class Turn:
         ]
         if self.note:
             parts.append(f'<div class="nbagent-sent-note">{escape(self.note)}</div>')
+        parts.append(self.cards())
         parts.append(self.transcript.html())
         if self.error:
             parts.append(f'<div class="nbagent-chat-error">{escape(self.error)}</div>')
         parts.append("</div>")
         return "".join(parts)
+
+    def cards(self) -> str:
+        """The tool cards of the run so far (see :mod:`.cards`)."""
+        transcript = self.transcript
+        now = time.monotonic()
+        for call in transcript.calls:
+            self._started.setdefault(call.id, now)
+        pending = ToolRound(
+            None,
+            list(transcript.calls),
+            [transcript.results[c.id] for c in transcript.calls if c.id in transcript.results],
+        )
+        return cards_html(
+            transcript.rounds,
+            pending,
+            waiting={c.id for c in self.chat.pending_approvals},
+            elapsed={c.id: now - self._started[c.id] for c in transcript.calls},
+        )
 
     def state(self) -> dict[str, Any]:
         """What the front end draws: the prompt (for Up-to-edit) and the HTML."""

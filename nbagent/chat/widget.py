@@ -450,12 +450,19 @@ class ChatWidget(anywidget.AnyWidget):
         self._pending[call.id] = (call, future)
         self.approvals = [*self.approvals, _approval_state(call)]
         self.status = f"Waiting for approval: {call.name}"
+        self._redraw_live()  # its card says "awaiting approval"
         try:
             approved = await future
         finally:
             self._remove_approval(call.id)
+            self._redraw_live()
         self.status = f"{'Approved' if approved else 'Denied'}: {call.name}"
         return approved, "user"
+
+    def _redraw_live(self) -> None:
+        """Draw the turn being generated again (its cards changed state)."""
+        if self.history and self._is_current(self.history[-1]):
+            self.live = self.history[-1].state()
 
     def _decide(self, call_id: str, approved: bool) -> None:
         entry = self._pending.get(call_id)
