@@ -61,12 +61,17 @@ function render({ model, el }) {
   const send = button("Send", "nbagent-chat-send nbagent-primary", "Send (Enter)");
   const stop = button("Stop", "nbagent-chat-stop", "Stop the reply (Esc)");
   const regenerate = button("Regenerate", "nbagent-chat-regenerate", "Answer the last message again, as a new branch");
-  buttons.append(send, stop, regenerate);
+  const explain = button("Explain last error", "nbagent-chat-explain", "Ask about the kernel's last error");
+  buttons.append(send, stop, regenerate, explain);
   inputRow.append(area, buttons);
+  // @name completions: kernel variables and tools, from the kernel (no user code runs).
+  const mentionList = element("ul", "nbagent-chat-suggestions", { role: "listbox", "aria-label": "Mentions" });
+  mentionList.hidden = true;
+  let mentionIndex = 0;
   // While an earlier message is being edited: which one, and how to give up.
   const editing = element("div", "nbagent-chat-editing", { role: "status" });
   editing.hidden = true;
-  root.append(header, scroller, approvals, trusted, editing, inputRow);
+  root.append(header, scroller, approvals, trusted, editing, mentionList, inputRow);
   el.append(root);
 
   const drawn = []; // each finished turn as drawn (HTML and branch), to redraw only changes
@@ -116,7 +121,71 @@ function render({ model, el }) {
     });
     node.innerHTML = turn.html;
     node.prepend(turnControls(turn, index));
+    addCodeButtons(node);
     return node;
+  }
+
+  function addCodeButtons(node) {
+    // Copy for each code block of an answer (the text as shown, never run).
+    for (const pre of node.querySelectorAll(".nba-answer pre")) {
+      const copy = button("Copy", "nbagent-code-copy", "Copy this code");
+      copy.addEventListener("click", async () => {
+        try {
+          await navigator.clipboard.writeText(pre.innerText);
+          copy.textContent = "Copied";
+        } catch (error) {
+          copy.textContent = "Copy failed";
+        }
+      });
+      pre.before(copy);
+    }
+  }
+
+  function mentionAtCursor() {
+    const before = area.value.slice(0, area.selectionStart);
+    const match = /(?:^|[^\w@.])@([A-Za-z_]\w*)?$/.exec(before);
+    return match ? { prefix: match[1] || "", end: area.selectionStart } : null;
+  }
+
+  function drawSuggestions() {
+    const items = model.get("suggestions") || [];
+    const mention = mentionAtCursor();
+    mentionList.replaceChildren();
+    mentionList.hidden = !(items.length && mention);
+    if (mentionList.hidden) return;
+    mentionIndex = Math.min(mentionIndex, items.length - 1);
+    items.forEach((item, i) => {
+      const option = element("li", "nbagent-chat-suggestion", {
+        role: "option",
+        "aria-selected": String(i === mentionIndex),
+        "data-name": item.name,
+      });
+      option.textContent = `@${item.name}  ${item.detail}`;
+      option.addEventListener("mousedown", (event) => {
+        event.preventDefault();
+        chooseMention(item.name);
+      });
+      mentionList.append(option);
+    });
+  }
+
+  function chooseMention(name) {
+    const mention = mentionAtCursor();
+    if (!mention) return;
+    const start = mention.end - mention.prefix.length;
+    area.setRangeText(`${name} `, start, mention.end, "end");
+    mentionList.hidden = true;
+    area.focus();
+  }
+
+  function onInput() {
+    const mention = mentionAtCursor();
+    if (mention) {
+      mentionIndex = 0;
+      model.send({ kind: "complete", prefix: mention.prefix });
+    } else {
+      mentionList.hidden = true;
+    }
   }
 
   function drawTurns() {
@@ -161,6 +230,7 @@ function render({ model, el }) {
     send.disabled = busy;
     stop.disabled = !busy;
     regenerate.disabled = busy || !(model.get("turns") || []).length;
+    explain.disabled = busy;
     root.classList.toggle("nbagent-busy", busy);
   }
 
@@ -256,6 +326,27 @@ function render({ model, el }) {
 
   function onKey(event) {
     if (event.isComposing) return;
+    if (!mentionList.hidden) {
+      const items = model.get("suggestions") || [];
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        const step = event.key === "ArrowDown" ? 1 : -1;
+        mentionIndex = (mentionIndex + step + items.length) % items.length;
+        drawSuggestions();
+        return;
+      }
+      if ((event.key === "Tab" || event.key === "Enter") && items[mentionIndex]) {
+        event.preventDefault();
+        event.stopPropagation();
+        chooseMention(items[mentionIndex].name);
+        return;
+      }
+      if (event.key === "Escape") {
+        event.stopPropagation();
+        mentionList.hidden = true;
+        return;
+      }
+    }
     if (event.key === "Escape") {
       // Esc stops the run; the notebook does not take it (it would leave edit mode).
       event.stopPropagation();
@@ -300,6 +391,7 @@ function render({ model, el }) {
   }
 
   area.addEventListener("keydown", onKey);
+  area.addEventListener("input", onInput);
   root.addEventListener("keydown", (event) => {
     if (event.key === "Escape" && event.target !== area && model.get("busy")) {
       event.stopPropagation();
@@ -309,6 +401,7 @@ function render({ model, el }) {
   send.addEventListener("click", submit);
   stop.addEventListener("click", () => model.send({ kind: "stop" }));
   regenerate.addEventListener("click", () => model.send({ kind: "regenerate" }));
+  explain.addEventListener("click", () => model.send({ kind: "explain_error" }));
   newChat.addEventListener("click", () => model.send({ kind: "new_chat" }));
   recent.addEventListener("focus", () => model.send({ kind: "refresh_recent" }));
   recent.addEventListener("change", () => {
@@ -318,6 +411,7 @@ function render({ model, el }) {
   });
 
   model.on("change:turns", drawTurns);
+  model.on("change:suggestions", drawSuggestions);
   model.on("change:turns", drawStatus);
   model.on("change:live", drawLive);
   model.on("change:status", drawStatus);
@@ -341,6 +435,7 @@ function render({ model, el }) {
   return () => {
     clearInterval(ticker);
     model.off("change:turns", drawTurns);
+    model.off("change:suggestions", drawSuggestions);
     model.off("change:turns", drawStatus);
     model.off("change:live", drawLive);
     model.off("change:status", drawStatus);

@@ -13,12 +13,14 @@ from ..messages import Conversation, Message
 from ..render import escape, render_markdown, render_round_html
 from ..render.css import wrap
 from .cards import cards_html
+from .mentions import prompt_html
 
 
 def user_html(prompt: str) -> str:
     """The user's message, as every turn starts."""
     return (
-        f'<div class="nbagent-user"><div class="nbagent-user-label">You</div>{escape(prompt)}</div>'
+        '<div class="nbagent-user"><div class="nbagent-user-label">You</div>'
+        f"{prompt_html(prompt)}</div>"
     )
 
 

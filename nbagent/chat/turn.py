@@ -11,6 +11,7 @@ from ..messages import Conversation, ToolCall, ToolRound
 from ..render import Transcript, escape
 from ..results import RunResult
 from .cards import cards_html
+from .mentions import prompt_html
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -85,7 +86,7 @@ class Turn:
         parts = [
             '<div class="nbagent-turn">',
             '<div class="nbagent-user"><div class="nbagent-user-label">You</div>',
-            escape(self.prompt),
+            prompt_html(self.prompt),
             "</div>",
         ]
         if self.note:

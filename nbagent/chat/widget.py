@@ -41,6 +41,7 @@ from ..store import Store, resolve_store
 from ..store.tree import mark_shown, shown_branch, start_branch
 from .branches import branch_from, points_of, position_of_turn, with_branches
 from .history import turns_of
+from .mentions import expand_mentions, suggestions
 from .turn import Turn
 from .twin import StaticTwin
 
@@ -92,6 +93,8 @@ class ChatWidget(anywidget.AnyWidget):
     """The id of the conversation shown (the history store's)."""
     always_allowed = traitlets.List(traitlets.Unicode()).tag(sync=True)
     """Tools this conversation runs without asking ("Always allow"), shown; revocable."""
+    suggestions = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """``@name`` completions for the box: ``{"name", "kind", "detail"}`` each (:meth:`complete`)."""
     send_on = traitlets.Unicode("enter").tag(sync=True)
     height = traitlets.Unicode("520px").tag(sync=True)
 
@@ -245,6 +248,32 @@ class ChatWidget(anywidget.AnyWidget):
         self.task = loop.create_task(self._generate(turn))
         return self.task
 
+    def complete(self, prefix: str) -> list[dict[str, str]]:
+        """Kernel variables and tools whose name starts with ``prefix``, for ``@`` mentions.
+
+        Sets (and returns) :attr:`suggestions`, which the page lists under the box. A
+        mentioned variable is sent as a ``{name}`` field would be. Runs no user code.
+        """
+        from IPython.core.getipython import get_ipython
+
+        shell = get_ipython()
+        view = current_view(shell) if shell is not None else None
+        tools = list(self.agent.tools) if self.agent.tools else []
+        found = suggestions(view, tools, prefix) if view is not None else []
+        if view is None:
+            found = [{"name": n, "kind": "tool", "detail": "tool"} for n in sorted(tools)]
+            found = [f for f in found if f["name"].lower().startswith(prefix.lower())]
+        self.suggestions = found
+        return found
+
+    def explain_last_error(self) -> asyncio.Task[RunResult | None] | None:
+        """Ask the model about the kernel's last error (the "Explain last error" button).
+
+        The error goes as the ``{Err}`` prompt field does: type, message, the failing
+        line and a bounded traceback.
+        """
+        return self.submit("Explain the last error and how to fix it:\n{Err}")
+
     def stop(self) -> None:
         """Stop the reply being generated (Stop, or Esc in the page).
 
@@ -370,6 +399,11 @@ class ChatWidget(anywidget.AnyWidget):
             self.refresh_recent()
         elif kind in ("edit", "branch", "regenerate"):
             self._branch_from_page(content)
+        elif kind == "complete":
+            self.complete(str(content.get("prefix", "")))
+        elif kind == "explain_error":
+            if not self.busy:
+                self.explain_last_error()
         elif kind == "revoke":
             self.revoke(str(content.get("tool", "")))
         elif kind in ("approve", "allow_for_run", "always_allow", "deny"):
@@ -526,7 +560,10 @@ def _interpolate(text: str) -> Interpolated | str:
     from IPython.core.getipython import get_ipython
 
     shell = get_ipython()
-    if shell is None or "{" not in text:
+    if shell is None:
+        return Interpolated(text)
+    text = expand_mentions(text, current_view(shell))  # @name goes as {name} does
+    if "{" not in text:
         return Interpolated(text)
     try:
         return interpolate_prompt(

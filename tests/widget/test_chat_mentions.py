@@ -1,0 +1,97 @@
+"""@name mentions and "Explain last error", with a real InteractiveShell's namespace.
+
+A mentioned variable is sent as a {name} field is; the message shows it as a chip;
+suggestions list the kernel's variables (by type, no user code run) and the tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from nbagent import Agent, tool
+from nbagent.chat import ChatWidget
+from nbagent.testing import ScriptedModel
+
+
+class Loud:
+    """A value whose repr and len must not run while suggesting."""
+
+    calls: list[str] = []
+
+    def __repr__(self) -> str:
+        Loud.calls.append("repr")
+        return "loud"
+
+    def __len__(self) -> int:
+        Loud.calls.append("len")
+        return 1
+
+
+@tool(register=False)
+def lookup_city(name: str) -> str:
+    """Looks a city up."""
+    return name
+
+
+@pytest.fixture
+def shell() -> Iterator[Any]:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.clear_instance()
+    sh = InteractiveShell.instance()
+    sh.user_ns["sales"] = pd.DataFrame({"region": ["n", "s"] * 25, "revenue": range(50)})
+    sh.user_ns["sales_loud"] = Loud()
+    sh.user_ns["_private"] = 1
+    yield sh
+    InteractiveShell.clear_instance()
+
+
+async def test_a_mentioned_variable_is_sent_like_a_field_and_shown_as_a_chip(shell: Any) -> None:
+    model = ScriptedModel(lambda r: "ok")
+    chat = ChatWidget(Agent(model, tools=[], store=None))
+    await asyncio.wait_for(chat.submit("Summarise @sales please, mail me@example.org"), 10)
+    sent = model.requests[0].prompt
+    assert sent.startswith("Summarise <DataFrame with 50 rows × 2 columns; first 5 rows:>")
+    assert "me@example.org" in sent  # an address is not a mention
+    html = chat.turns[0]["html"]
+    assert '<span class="nbagent-chip">@sales</span>' in html
+    assert "Sent to the model: sales as the first 5 of 50 rows" in html
+
+
+async def test_an_unknown_mention_stays_text(shell: Any) -> None:
+    model = ScriptedModel(lambda r: "ok")
+    chat = ChatWidget(Agent(model, tools=[], store=None))
+    await asyncio.wait_for(chat.submit("ask @nobody"), 10)
+    assert model.requests[0].prompt == "ask @nobody"
+
+
+def test_suggestions_list_variables_by_type_and_tools_without_running_user_code(
+    shell: Any,
+) -> None:
+    chat = ChatWidget(Agent(ScriptedModel(), tools=[lookup_city], store=None))
+    Loud.calls.clear()
+    chat._handle_custom_msg({"kind": "complete", "prefix": "sa"}, [])  # typed "@sa"
+    assert chat.suggestions == [
+        {"name": "sales", "kind": "variable", "detail": "DataFrame"},
+        {"name": "sales_loud", "kind": "variable", "detail": "Loud"},
+    ]
+    assert Loud.calls == []
+    assert chat.complete("look") == [{"name": "lookup_city", "kind": "tool", "detail": "tool"}]
+    assert chat.complete("_") == []  # private names are not offered
+
+
+async def test_explain_last_error_sends_the_kernel_error(shell: Any) -> None:
+    shell.run_cell("1 / 0")
+    model = ScriptedModel(lambda r: "Division by zero.")
+    chat = ChatWidget(Agent(model, tools=[], store=None))
+    chat._handle_custom_msg({"kind": "explain_error"}, [])  # the button
+    assert chat.task is not None
+    await asyncio.wait_for(chat.task, 10)
+    sent = model.requests[0].prompt
+    assert sent.startswith("Explain the last error and how to fix it:")
+    assert "ZeroDivisionError" in sent and "{Err}" not in sent
