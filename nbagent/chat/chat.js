@@ -71,7 +71,9 @@ function render({ model, el }) {
   // While an earlier message is being edited: which one, and how to give up.
   const editing = element("div", "nbagent-chat-editing", { role: "status" });
   editing.hidden = true;
-  root.append(header, scroller, approvals, trusted, editing, mentionList, inputRow);
+  // Images pasted or dropped for the next message, each with a × to take it back.
+  const attached = element("div", "nbagent-chat-attachments", { "aria-label": "Attached images" });
+  root.append(header, scroller, approvals, trusted, editing, mentionList, attached, inputRow);
   el.append(root);
 
   const drawn = []; // each finished turn as drawn (HTML and branch), to redraw only changes
@@ -176,6 +178,34 @@ function render({ model, el }) {
     area.setRangeText(`${name} `, start, mention.end, "end");
     mentionList.hidden = true;
     area.focus();
+  }
+
+  const MAX_IMAGE_BYTES = 10 * 1024 * 1024; // the kernel refuses bigger ones too
+
+  async function attachFiles(files) {
+    for (const file of files) {
+      if (!["image/png", "image/jpeg"].includes(file.type)) continue;
+      if (file.size > MAX_IMAGE_BYTES) {
+        status.textContent = `Image not attached: ${file.size} bytes is over ${MAX_IMAGE_BYTES}`;
+        continue;
+      }
+      const data = await file.arrayBuffer();
+      model.send({ kind: "attach_image" }, undefined, [data]);
+    }
+  }
+
+  function imageFiles(transfer) {
+    if (!transfer) return [];
+    return [...(transfer.files || [])].filter((file) => file.type.startsWith("image/"));
+  }
+
+  function drawAttachments() {
+    attached.replaceChildren();
+    (model.get("attachments") || []).forEach((item, index) => {
+      const chip = button(`${item.label} ×`, "nbagent-chat-attachment", "Remove this image");
+      chip.addEventListener("click", () => model.send({ kind: "remove_attachment", index }));
+      attached.append(chip);
+    });
   }
 
   function onInput() {
@@ -392,6 +422,24 @@ function render({ model, el }) {
 
   area.addEventListener("keydown", onKey);
   area.addEventListener("input", onInput);
+  area.addEventListener("paste", (event) => {
+    const files = imageFiles(event.clipboardData);
+    if (!files.length) return; // text pastes as usual
+    event.preventDefault();
+    attachFiles(files);
+  });
+  root.addEventListener("dragover", (event) => {
+    if (imageFiles(event.dataTransfer).length || [...(event.dataTransfer?.types || [])].includes("Files")) {
+      event.preventDefault();
+    }
+  });
+  root.addEventListener("drop", (event) => {
+    const files = imageFiles(event.dataTransfer);
+    if (!files.length) return;
+    event.preventDefault();
+    event.stopPropagation(); // the notebook must not open the file
+    attachFiles(files);
+  });
   root.addEventListener("keydown", (event) => {
     if (event.key === "Escape" && event.target !== area && model.get("busy")) {
       event.stopPropagation();
@@ -411,6 +459,7 @@ function render({ model, el }) {
   });
 
   model.on("change:turns", drawTurns);
+  model.on("change:attachments", drawAttachments);
   model.on("change:suggestions", drawSuggestions);
   model.on("change:turns", drawStatus);
   model.on("change:live", drawLive);
@@ -427,6 +476,7 @@ function render({ model, el }) {
   drawPlaceholder();
   drawRecent();
   drawTrusted();
+  drawAttachments();
   drawTurns();
   drawLive();
   drawStatus();
@@ -435,6 +485,7 @@ function render({ model, el }) {
   return () => {
     clearInterval(ticker);
     model.off("change:turns", drawTurns);
+    model.off("change:attachments", drawAttachments);
     model.off("change:suggestions", drawSuggestions);
     model.off("change:turns", drawStatus);
     model.off("change:live", drawLive);

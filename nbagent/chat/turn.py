@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._internal.images import Image
 from ..kernel.prompt import Interpolated
 from ..live import UPDATE_INTERVAL, LiveRun
 from ..messages import Conversation, ToolCall, ToolRound
@@ -53,6 +54,7 @@ class Turn:
         fields: Interpolated | None = None,
         *,
         conversation: Conversation | None = None,
+        images: list[Image] | None = None,
     ) -> None:
         self.chat = chat
         self.prompt = prompt
@@ -60,8 +62,11 @@ class Turn:
         """What was sent in place of shortened ``{name}`` values, shown under the message."""
         sent = fields.text if fields is not None else prompt
         overrides: dict[str, Any] = {}
-        if fields is not None and fields.images:
-            overrides["attachments"] = fields.images
+        attached = [*(fields.images if fields is not None else []), *(images or [])]
+        if attached:  # {fig} fields and pasted images: the prompt's image parts
+            overrides["attachments"] = attached
+        self.images = list(images or [])
+        """Images pasted or dropped for this message."""
         self.conversation = conversation
         """The branch this turn starts (an edited message), or None: the agent's own."""
         if conversation is not None:
@@ -91,6 +96,9 @@ class Turn:
         ]
         if self.note:
             parts.append(f'<div class="nbagent-sent-note">{escape(self.note)}</div>')
+        if self.images:
+            shown = ", ".join(f"{i.format} {i.width}×{i.height}" for i in self.images)
+            parts.append(f'<div class="nbagent-sent-note">Attached: {escape(shown)}</div>')
         parts.append(self.cards())
         parts.append(self.transcript.html())
         if self.error:

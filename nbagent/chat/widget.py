@@ -31,8 +31,6 @@ from ..agent import Agent
 from ..errors import ConfigError
 from ..kernel import current_view
 from ..kernel.display import code_html, code_of
-from ..kernel.errors import last_error_text
-from ..kernel.prompt import Interpolated, PromptError, interpolate_prompt
 from ..live import stop_text
 from ..messages import Conversation, ToolCall
 from ..render import APPROVAL_LIMIT, call_signature
@@ -41,7 +39,8 @@ from ..store import Store, resolve_store
 from ..store.tree import mark_shown, shown_branch, start_branch
 from .branches import branch_from, points_of, position_of_turn, with_branches
 from .history import turns_of
-from .mentions import expand_mentions, suggestions
+from .inputs import Attachments, interpolate
+from .mentions import suggestions
 from .turn import Turn
 from .twin import StaticTwin
 
@@ -95,6 +94,8 @@ class ChatWidget(anywidget.AnyWidget):
     """Tools this conversation runs without asking ("Always allow"), shown; revocable."""
     suggestions = traitlets.List(traitlets.Dict()).tag(sync=True)
     """``@name`` completions for the box: ``{"name", "kind", "detail"}`` each (:meth:`complete`)."""
+    attachments = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """Images pasted or dropped for the next message: ``{"label"}`` each."""
     send_on = traitlets.Unicode("enter").tag(sync=True)
     height = traitlets.Unicode("520px").tag(sync=True)
 
@@ -132,6 +133,7 @@ class ChatWidget(anywidget.AnyWidget):
         self._pending: dict[str, tuple[ToolCall, asyncio.Future[bool]]] = {}
         self._allowed_this_run: set[str] = set()
         self._always: dict[str, list[str]] = {}  # conversation id -> tools always allowed
+        self._attachments = Attachments()
         self.twin = StaticTwin()
         """The static HTML transcript shown next to the widget for viewers without a kernel."""
         self.on_msg(self._on_front_end_message)
@@ -219,7 +221,7 @@ class ChatWidget(anywidget.AnyWidget):
         text = text.strip()
         if not text:
             return None
-        fields = _interpolate(text)
+        fields = interpolate(text)
         if isinstance(fields, str):  # a {name} that is not defined: say so, send nothing
             self.status = fields
             return None
@@ -236,7 +238,9 @@ class ChatWidget(anywidget.AnyWidget):
             target = branch_from(source, position)
             if self.agent.store is not None:
                 start_branch(self.agent.store, target.id, source.id, position)
-        turn = Turn(self, text, fields, conversation=target)
+        images = self._attachments.take()
+        self.attachments = []
+        turn = Turn(self, text, fields, conversation=target, images=images)
         self._allowed_this_run.clear()
         self.history.append(turn)
         if target is not None:  # the page shows the turns the branch keeps
@@ -265,6 +269,20 @@ class ChatWidget(anywidget.AnyWidget):
             found = [f for f in found if f["name"].lower().startswith(prefix.lower())]
         self.suggestions = found
         return found
+
+    def attach_image(self, data: bytes) -> None:
+        """Send a PNG or JPEG image with the next message (pasting or dropping one).
+
+        Raises:
+            ValueError: over the size cap, too many images, or not PNG/JPEG.
+        """
+        self._attachments.add(bytes(data))
+        self.attachments = self._attachments.state()
+
+    def remove_attachment(self, index: int) -> None:
+        """Take back the waiting image at ``index`` (its × in the page)."""
+        self._attachments.remove(index)
+        self.attachments = self._attachments.state()
 
     def explain_last_error(self) -> asyncio.Task[RunResult | None] | None:
         """Ask the model about the kernel's last error (the "Explain last error" button).
@@ -382,7 +400,7 @@ class ChatWidget(anywidget.AnyWidget):
 
     # -- the front end's messages --------------------------------------------------
 
-    def _on_front_end_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _on_front_end_message(self, _widget: Any, content: Any, buffers: Any) -> None:
         """Run the method a key or button in the page asked for."""
         if not isinstance(content, dict):
             return
@@ -399,6 +417,13 @@ class ChatWidget(anywidget.AnyWidget):
             self.refresh_recent()
         elif kind in ("edit", "branch", "regenerate"):
             self._branch_from_page(content)
+        elif kind == "attach_image":
+            try:
+                self.attach_image(buffers[0] if buffers else b"")
+            except ValueError as error:
+                self.status = str(error)
+        elif kind == "remove_attachment":
+            self.remove_attachment(int(content.get("index", -1)))
         elif kind == "complete":
             self.complete(str(content.get("prefix", "")))
         elif kind == "explain_error":
@@ -553,21 +578,3 @@ def _approval_state(call: ToolCall) -> dict[str, str]:
         return {"id": call.id, "tool": call.name, "question": question, "code_html": ""}
     question = f"Allow {call.name} to run this code?"
     return {"id": call.id, "tool": call.name, "question": question, "code_html": code_html(code)}
-
-
-def _interpolate(text: str) -> Interpolated | str:
-    """``{name}`` fields from the kernel's namespace (an error message if one is undefined)."""
-    from IPython.core.getipython import get_ipython
-
-    shell = get_ipython()
-    if shell is None:
-        return Interpolated(text)
-    text = expand_mentions(text, current_view(shell))  # @name goes as {name} does
-    if "{" not in text:
-        return Interpolated(text)
-    try:
-        return interpolate_prompt(
-            text, shell.user_ns, last_error=lambda: last_error_text(current_view(shell))
-        )
-    except PromptError as exc:
-        return str(exc)

@@ -95,3 +95,44 @@ async def test_explain_last_error_sends_the_kernel_error(shell: Any) -> None:
     sent = model.requests[0].prompt
     assert sent.startswith("Explain the last error and how to fix it:")
     assert "ZeroDivisionError" in sent and "{Err}" not in sent
+
+
+def png(width: int, height: int) -> bytes:
+    import io
+
+    from PIL import Image as PILImage
+
+    out = io.BytesIO()
+    PILImage.new("RGB", (width, height), (200, 30, 30)).save(out, format="PNG")
+    return out.getvalue()
+
+
+async def test_a_pasted_image_goes_with_the_next_message_and_is_stored(tmp_path: Any) -> None:
+    from nbagent.store import Store
+
+    model = ScriptedModel(lambda r: "A red square.")
+    chat = ChatWidget(Agent(model, tools=[], store=tmp_path / "h.db"))
+    chat._handle_custom_msg({"kind": "attach_image"}, [png(64, 48)])  # the page's paste
+    assert chat.attachments == [{"label": "PNG 64×48"}]
+    chat._handle_custom_msg({"kind": "attach_image"}, [b"GIF89a not a png"])
+    assert chat.status.startswith("image not attached:") and len(chat.attachments) == 1
+    await asyncio.wait_for(chat.submit("What is this?"), 10)
+    sent = model.requests[0].request.messages[0]  # the user message as sent, images included
+    assert [(i.width, i.height, i.media_type) for i in sent.images] == [(64, 48, "image/png")]
+    assert chat.attachments == []  # sent, so no longer waiting
+    assert "Attached: PNG 64×48" in chat.turns[0]["html"]
+    # Stored with the conversation, as prompt images are.
+    user = Store(tmp_path / "h.db").load(chat.conversation_id).messages[0]
+    assert [(i.width, i.height) for i in user.images] == [(64, 48)]
+
+
+def test_an_image_over_the_cap_is_refused_with_the_reason() -> None:
+    from nbagent.chat.inputs import MAX_IMAGE_BYTES
+
+    chat = ChatWidget(Agent(ScriptedModel(), tools=[], store=None))
+    with pytest.raises(ValueError, match="is over"):
+        chat.attach_image(b"\x89PNG" + b"0" * MAX_IMAGE_BYTES)
+    assert chat.attachments == []
+    chat.attach_image(png(8, 8))
+    chat._handle_custom_msg({"kind": "remove_attachment", "index": 0}, [])  # its ×
+    assert chat.attachments == []
