@@ -34,16 +34,17 @@ def suggestions(
     or ``"tool"``.
     """
     wanted = prefix.lower()
+    tools = set(tool_names)
     found: list[dict[str, str]] = []
     for name, value in list(view.ns.items()):  # a plain dict: copying it runs no user code
         if len(found) >= limit:
             break
-        if view.is_hidden(name) or not name.lower().startswith(wanted):
-            continue
+        if view.is_hidden(name) or name in tools or not name.lower().startswith(wanted):
+            continue  # a tool's own name is offered once, as the tool
         if isinstance(value, _NOT_VALUES):
             continue
         found.append({"name": name, "kind": "variable", "detail": _type_name(value)})
-    for name in sorted(tool_names):
+    for name in sorted(tools):
         if len(found) >= limit:
             break
         if name.lower().startswith(wanted):

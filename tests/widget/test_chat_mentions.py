@@ -47,6 +47,7 @@ def shell() -> Iterator[Any]:
     sh.user_ns["sales"] = pd.DataFrame({"region": ["n", "s"] * 25, "revenue": range(50)})
     sh.user_ns["sales_loud"] = Loud()
     sh.user_ns["_private"] = 1
+    sh.user_ns["lookup_city"] = lookup_city  # defined in the notebook: offered as the tool
     yield sh
     InteractiveShell.clear_instance()
 
