@@ -30,6 +30,21 @@ function render({ model, el }) {
   // Recent conversations from the history store, read when the list is opened.
   const recent = element("select", "nbagent-chat-recent", { "aria-label": "Recent chats" });
   header.append(status, recent, newChat);
+  // Controls: the model (the agent's or any model string), the limits of the next
+  // turns, and what the conversation has cost so far.
+  const controls = element("div", "nbagent-chat-controls", { role: "group", "aria-label": "Run settings" });
+  const modelBox = element("input", "nbagent-chat-model", { type: "text", "aria-label": "Model", size: "24" });
+  const roundsBox = element("input", "nbagent-chat-max-rounds", { type: "number", min: "0", "aria-label": "Max rounds" });
+  const costBox = element("input", "nbagent-chat-max-cost", {
+    type: "number", min: "0", step: "0.01", placeholder: "no cap", "aria-label": "Max cost (USD)",
+  });
+  const totals = element("span", "nbagent-chat-totals", { "aria-label": "Conversation totals" });
+  function labelled(text, input) {
+    const label = element("label", "nbagent-chat-control");
+    label.append(text, input);
+    return label;
+  }
+  controls.append(labelled("Model ", modelBox), labelled("Max rounds ", roundsBox), labelled("Max $ ", costBox), totals);
 
   // The transcript is a log: screen readers hear new turns; the streamed turn has
   // its own polite live region, marked busy while it streams.
@@ -73,7 +88,7 @@ function render({ model, el }) {
   editing.hidden = true;
   // Images pasted or dropped for the next message, each with a × to take it back.
   const attached = element("div", "nbagent-chat-attachments", { "aria-label": "Attached images" });
-  root.append(header, scroller, approvals, trusted, editing, mentionList, attached, inputRow);
+  root.append(header, controls, scroller, approvals, trusted, editing, mentionList, attached, inputRow);
   el.append(root);
 
   const drawn = []; // each finished turn as drawn (HTML and branch), to redraw only changes
@@ -149,8 +164,16 @@ function render({ model, el }) {
     return match ? { prefix: match[1] || "", end: area.selectionStart } : null;
   }
 
+  function currentSuggestions() {
+    // The kernel answers each keystroke; keep only what matches the name typed so far.
+    const mention = mentionAtCursor();
+    if (!mention) return [];
+    const typed = mention.prefix.toLowerCase();
+    return (model.get("suggestions") || []).filter((item) => item.name.toLowerCase().startsWith(typed));
+  }
+
   function drawSuggestions() {
-    const items = model.get("suggestions") || [];
+    const items = currentSuggestions();
     const mention = mentionAtCursor();
     mentionList.replaceChildren();
     mentionList.hidden = !(items.length && mention);
@@ -212,6 +235,7 @@ function render({ model, el }) {
     const mention = mentionAtCursor();
     if (mention) {
       mentionIndex = 0;
+      drawSuggestions();
       model.send({ kind: "complete", prefix: mention.prefix });
     } else {
       mentionList.hidden = true;
@@ -325,6 +349,15 @@ function render({ model, el }) {
     }
   }
 
+  function drawControls() {
+    if (document.activeElement !== modelBox) modelBox.value = model.get("model_name") || "";
+    const limits = model.get("limits") || {};
+    if (document.activeElement !== roundsBox) roundsBox.value = limits.max_rounds ?? "";
+    if (document.activeElement !== costBox) costBox.value = limits.max_cost ?? "";
+    const sum = model.get("totals") || {};
+    totals.textContent = sum.tokens ? `This chat: ${sum.tokens.toLocaleString()} tokens, ${sum.cost}` : "";
+  }
+
   function drawPlaceholder() {
     const enter = model.get("send_on") === "enter";
     root.classList.toggle("nbagent-send-enter", enter);
@@ -357,7 +390,7 @@ function render({ model, el }) {
   function onKey(event) {
     if (event.isComposing) return;
     if (!mentionList.hidden) {
-      const items = model.get("suggestions") || [];
+      const items = currentSuggestions();
       if (event.key === "ArrowDown" || event.key === "ArrowUp") {
         event.preventDefault();
         const step = event.key === "ArrowDown" ? 1 : -1;
@@ -421,6 +454,15 @@ function render({ model, el }) {
   }
 
   area.addEventListener("keydown", onKey);
+  modelBox.addEventListener("change", () => {
+    if (modelBox.value.trim()) model.send({ kind: "model", model: modelBox.value.trim() });
+  });
+  roundsBox.addEventListener("change", () => model.send({ kind: "limits", limits: { max_rounds: roundsBox.value } }));
+  costBox.addEventListener("change", () => model.send({ kind: "limits", limits: { max_cost: costBox.value } }));
+  for (const box of [modelBox, roundsBox, costBox]) {
+    // Keys typed here are the chat's, not the notebook's (Enter, Esc, digits).
+    box.addEventListener("keydown", (event) => event.stopPropagation());
+  }
   area.addEventListener("input", onInput);
   area.addEventListener("paste", (event) => {
     const files = imageFiles(event.clipboardData);
@@ -459,6 +501,9 @@ function render({ model, el }) {
   });
 
   model.on("change:turns", drawTurns);
+  model.on("change:totals", drawControls);
+  model.on("change:limits", drawControls);
+  model.on("change:model_name", drawControls);
   model.on("change:attachments", drawAttachments);
   model.on("change:suggestions", drawSuggestions);
   model.on("change:turns", drawStatus);
@@ -477,6 +522,7 @@ function render({ model, el }) {
   drawRecent();
   drawTrusted();
   drawAttachments();
+  drawControls();
   drawTurns();
   drawLive();
   drawStatus();
@@ -485,6 +531,9 @@ function render({ model, el }) {
   return () => {
     clearInterval(ticker);
     model.off("change:turns", drawTurns);
+    model.off("change:totals", drawControls);
+    model.off("change:limits", drawControls);
+    model.off("change:model_name", drawControls);
     model.off("change:attachments", drawAttachments);
     model.off("change:suggestions", drawSuggestions);
     model.off("change:turns", drawStatus);

@@ -22,7 +22,7 @@ SUGGESTIONS = 8
 """Suggestions shown at once."""
 
 _TYPE_NAME = type.__dict__["__name__"]
-_NOT_VALUES = (types.ModuleType,)
+_NOT_VALUES = (types.ModuleType, type)  # imports and classes: not data to talk about
 
 
 def suggestions(

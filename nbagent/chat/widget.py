@@ -30,14 +30,13 @@ import traitlets
 from ..agent import Agent
 from ..errors import ConfigError
 from ..kernel import current_view
-from ..kernel.display import code_html, code_of
 from ..live import stop_text
 from ..messages import Conversation, ToolCall
-from ..render import APPROVAL_LIMIT, call_signature
 from ..results import RunResult
 from ..store import Store, resolve_store
 from ..store.tree import mark_shown, shown_branch, start_branch
 from .branches import branch_from, points_of, position_of_turn, with_branches
+from .controls import approval_state, limits_of, set_limits, settle, totals_of
 from .history import turns_of
 from .inputs import Attachments, interpolate
 from .mentions import suggestions
@@ -96,6 +95,12 @@ class ChatWidget(anywidget.AnyWidget):
     """``@name`` completions for the box: ``{"name", "kind", "detail"}`` each (:meth:`complete`)."""
     attachments = traitlets.List(traitlets.Dict()).tag(sync=True)
     """Images pasted or dropped for the next message: ``{"label"}`` each."""
+    model_name = traitlets.Unicode("").tag(sync=True)
+    """The agent's model, as the model picker shows it (:meth:`use_model` changes it)."""
+    limits = traitlets.Dict().tag(sync=True)
+    """``{"max_rounds", "max_cost"}`` of the next turns (:meth:`set_limits` changes them)."""
+    totals = traitlets.Dict().tag(sync=True)
+    """The conversation's ``{"tokens", "cost"}`` so far."""
     send_on = traitlets.Unicode("enter").tag(sync=True)
     height = traitlets.Unicode("520px").tag(sync=True)
 
@@ -284,6 +289,20 @@ class ChatWidget(anywidget.AnyWidget):
         self._attachments.remove(index)
         self.attachments = self._attachments.state()
 
+    def use_model(self, model: str) -> None:
+        """Answer the next messages with ``model`` (the model picker), keeping the chat.
+
+        Raises:
+            ConfigError: an unknown provider or a missing key; the model stays as it was.
+        """
+        self.agent.use_model(model.strip())
+        self.model_name = self.agent.model
+
+    def set_limits(self, **changes: Any) -> None:
+        """Change ``max_rounds`` and/or ``max_cost`` (None: no cap) for the next turns."""
+        set_limits(self.agent, changes)
+        self.limits = limits_of(self.agent)
+
     def explain_last_error(self) -> asyncio.Task[RunResult | None] | None:
         """Ask the model about the kernel's last error (the "Explain last error" button).
 
@@ -388,6 +407,8 @@ class ChatWidget(anywidget.AnyWidget):
             self.live = {}
             self.conversation_id = self.agent.conversation.id
             self.always_allowed = self._always.get(self.conversation_id, [])
+            self.totals = totals_of(self.agent.conversation)
+            self.model_name, self.limits = self.agent.model, limits_of(self.agent)
             if recent:
                 self.refresh_recent()
         self.twin.update(self.turns)
@@ -424,6 +445,15 @@ class ChatWidget(anywidget.AnyWidget):
                 self.status = str(error)
         elif kind == "remove_attachment":
             self.remove_attachment(int(content.get("index", -1)))
+        elif kind in ("model", "limits"):
+            try:
+                if kind == "model":
+                    self.use_model(str(content.get("model", "")))
+                else:
+                    self.set_limits(**dict(content.get("limits") or {}))
+            except (ConfigError, ValueError, TypeError) as error:
+                self.status = str(error)
+                self.model_name, self.limits = self.agent.model, limits_of(self.agent)
         elif kind == "complete":
             self.complete(str(content.get("prefix", "")))
         elif kind == "explain_error":
@@ -495,6 +525,7 @@ class ChatWidget(anywidget.AnyWidget):
             self.live = {}
             self.busy = False
             self.conversation_id = self.agent.conversation.id
+            self.totals = totals_of(self.agent.conversation)
         self.twin.update(self.turns)
 
     # -- approval ------------------------------------------------------------------
@@ -507,7 +538,7 @@ class ChatWidget(anywidget.AnyWidget):
             return True, "user (always allowed in this chat)"
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._pending[call.id] = (call, future)
-        self.approvals = [*self.approvals, _approval_state(call)]
+        self.approvals = [*self.approvals, approval_state(call)]
         self.status = f"Waiting for approval: {call.name}"
         self._redraw_live()  # its card says "awaiting approval"
         try:
@@ -531,7 +562,7 @@ class ChatWidget(anywidget.AnyWidget):
         future = entry[1]
         # The run may wait on another thread's event loop (nbagent's): wake that loop, as
         # a result set from here would sit unseen until something else woke it.
-        future.get_loop().call_soon_threadsafe(_settle, future, approved)
+        future.get_loop().call_soon_threadsafe(settle, future, approved)
         self._remove_approval(call_id)
 
     def _remove_approval(self, call_id: str) -> None:
@@ -558,23 +589,3 @@ def _latest_id(options: dict[str, Any]) -> str:
     if store is None:
         raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
     return store.resolve_id(None)
-
-
-def _settle(future: asyncio.Future[bool], approved: bool) -> None:
-    """Give a waiting approval its answer (on the future's own loop), once."""
-    if not future.done():
-        future.set_result(approved)
-
-
-def _approval_state(call: ToolCall) -> dict[str, str]:
-    """What the page shows for a waiting call.
-
-    A plain-text question, and for ``run_python`` the whole code, highlighted
-    (escaped HTML).
-    """
-    code = code_of(call)
-    if code is None:
-        question = f"Allow {call_signature(call, limit=APPROVAL_LIMIT)}?"
-        return {"id": call.id, "tool": call.name, "question": question, "code_html": ""}
-    question = f"Allow {call.name} to run this code?"
-    return {"id": call.id, "tool": call.name, "question": question, "code_html": code_html(code)}
