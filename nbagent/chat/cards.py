@@ -12,13 +12,21 @@ Everything a model or a tool wrote is escaped here (:func:`nbagent.render.escape
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..cost import format_cost
 from ..messages import ToolCall, ToolResult, ToolRound
 from ..render import escape
 
+_TYPE_NAME = type.__dict__["__name__"]
+
 STATES = ("waiting", "running", "done", "failed")
 """A card's ``data-state``: awaiting approval, running, finished ok, finished with an error."""
+
+
+def is_table(value: Any) -> bool:
+    """Whether ``value`` is a DataFrame (read from its type's own name: no user code runs)."""
+    return value is not None and str(_TYPE_NAME.__get__(type(value))) == "DataFrame"
 
 
 def call_state(result: ToolResult | None, waiting: bool) -> str:
@@ -42,6 +50,12 @@ def card_html(call: ToolCall, result: ToolResult | None, *, waiting: bool, elaps
     else:
         timing = ""
     detail = ""
+    if result is not None and result.ok and is_table(result.value):
+        detail = (
+            '<button type="button" class="nbagent-button nbagent-card-put" '
+            f'data-call-id="{escape(call.id)}" title="Put this DataFrame in a notebook variable">'
+            "Put in variable</button>"
+        )
     if result is not None and not result.ok:
         why = result.error or result.approval or "error"
         detail = f'<span class="nbagent-card-error">{escape(why.splitlines()[0][:200])}</span>'

@@ -454,6 +454,13 @@ function render({ model, el }) {
   }
 
   area.addEventListener("keydown", onKey);
+  // "Put in variable" on a DataFrame card (the cards come from the kernel as markup).
+  scroller.addEventListener("click", (event) => {
+    const put = event.target.closest(".nbagent-card-put");
+    if (!put) return;
+    const name = window.prompt("Variable name for this DataFrame:", "result_df");
+    if (name) model.send({ kind: "put_variable", id: put.dataset.callId, name });
+  });
   modelBox.addEventListener("change", () => {
     if (modelBox.value.trim()) model.send({ kind: "model", model: modelBox.value.trim() });
   });

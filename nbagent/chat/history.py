@@ -7,13 +7,18 @@ the same round panels and answer as a live run (everything escaped by
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..errors import ConfigError
 from ..messages import Conversation, Message
 from ..render import escape, render_markdown, render_round_html
 from ..render.css import wrap
+from ..store import Store, resolve_store
 from .cards import cards_html
 from .mentions import prompt_html
+
+if TYPE_CHECKING:
+    from ..agent import Agent
 
 
 def user_html(prompt: str) -> str:
@@ -55,3 +60,18 @@ def turns_of(conversation: Conversation) -> list[dict[str, Any]]:
     if prompt is not None:
         turns.append(stored_turn(prompt, None))
     return turns
+
+
+def store_of(agent: Agent) -> Store:
+    """The agent's history store (a clear error when it has none)."""
+    if agent.store is None:
+        raise ConfigError("opening a stored conversation needs history (the agent has store=None)")
+    return agent.store
+
+
+def latest_id(options: dict[str, Any]) -> str:
+    """The latest stored conversation's id, in the store ``options`` name."""
+    store = resolve_store(options.get("store", "default"), options.get("env"))
+    if store is None:
+        raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
+    return store.resolve_id(None)

@@ -8,12 +8,15 @@ parts (stored with the conversation, as prompt images are).
 
 from __future__ import annotations
 
+import keyword
 from typing import Any
 
 from .._internal.images import Image, to_image
 from ..kernel import current_view
 from ..kernel.errors import last_error_text
 from ..kernel.prompt import Interpolated, PromptError, interpolate_prompt
+from ..messages import Conversation
+from .cards import is_table
 from .mentions import expand_mentions
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
@@ -76,3 +79,31 @@ class Attachments:
     def state(self) -> list[dict[str, Any]]:
         """What the page shows: ``{"label"}`` per image, e.g. ``PNG 640×480``."""
         return [{"label": f"{i.format} {i.width}×{i.height}"} for i in self.images]
+
+
+def find_value(conversation: Conversation, call_id: str) -> Any:
+    """The DataFrame tool call ``call_id`` returned in this session.
+
+    Raises:
+        ValueError: no such call, or its value is not a DataFrame held in memory.
+    """
+    for message in reversed(conversation.messages):
+        for tool_round in message.rounds or []:
+            for result in tool_round.results:
+                if result.call_id == call_id:
+                    if not is_table(result.value):
+                        raise ValueError(f"call {call_id} has no DataFrame in this session")
+                    return result.value
+    raise ValueError(f"no call {call_id} in this conversation")
+
+
+def assign(name: str, value: Any) -> None:
+    """Set the notebook variable ``name`` (a plain identifier, not a keyword)."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(f"{name!r} is not a valid variable name")
+    from IPython.core.getipython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        raise ValueError("no notebook kernel to put the variable in")
+    shell.user_ns[name] = value

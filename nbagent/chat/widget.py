@@ -33,12 +33,11 @@ from ..kernel import current_view
 from ..live import stop_text
 from ..messages import Conversation, ToolCall
 from ..results import RunResult
-from ..store import Store, resolve_store
 from ..store.tree import mark_shown, shown_branch, start_branch
 from .branches import branch_from, points_of, position_of_turn, with_branches
 from .controls import approval_state, limits_of, set_limits, settle, totals_of
-from .history import turns_of
-from .inputs import Attachments, interpolate
+from .history import latest_id, store_of, turns_of
+from .inputs import Attachments, assign, find_value, interpolate
 from .mentions import suggestions
 from .turn import Turn
 from .twin import StaticTwin
@@ -128,7 +127,7 @@ class ChatWidget(anywidget.AnyWidget):
                 else Agent.resume(conversation, **agent_options)
             )
         elif conversation is not None:
-            store = _store_of(agent)
+            store = store_of(agent)
             agent.conversation = store.load(shown_branch(store, store.resolve_id(conversation)))
         self.agent = agent
         self.history: list[Turn] = []
@@ -151,7 +150,7 @@ class ChatWidget(anywidget.AnyWidget):
         ``options`` are :class:`ChatWidget`'s and :class:`~nbagent.Agent`'s (``store``,
         ``tools``, ``model``...); the model defaults to the one the conversation used.
         """
-        return cls(conversation=conversation_id or _latest_id(options), **options)
+        return cls(conversation=conversation_id or latest_id(options), **options)
 
     def _ipython_display_(self, **kwargs: Any) -> None:
         """Show the widget and, next to it, its static HTML twin (see :mod:`.twin`)."""
@@ -303,6 +302,19 @@ class ChatWidget(anywidget.AnyWidget):
         set_limits(self.agent, changes)
         self.limits = limits_of(self.agent)
 
+    def put_in_variable(self, call_id: str, name: str) -> None:
+        """Store the DataFrame tool call ``call_id`` returned in the notebook variable ``name``.
+
+        What a DataFrame card's "Put in variable" does. Only values of this kernel
+        session are there (a stored conversation keeps previews, not values).
+
+        Raises:
+            ValueError: ``name`` is not an identifier, or the call has no DataFrame here.
+        """
+        value = find_value(self.agent.conversation, call_id)
+        assign(name, value)
+        self.status = f"{name} = the {type(value).__name__} from {call_id}"
+
     def explain_last_error(self) -> asyncio.Task[RunResult | None] | None:
         """Ask the model about the kernel's last error (the "Explain last error" button).
 
@@ -361,7 +373,7 @@ class ChatWidget(anywidget.AnyWidget):
         Any reply being generated is stopped; the next message continues the opened
         conversation. The list of recent chats in the page calls this.
         """
-        store = _store_of(self.agent)
+        store = store_of(self.agent)
         conversation = store.load(conversation_id)
         self._drop_run()
         self.agent.conversation = conversation
@@ -454,6 +466,11 @@ class ChatWidget(anywidget.AnyWidget):
             except (ConfigError, ValueError, TypeError) as error:
                 self.status = str(error)
                 self.model_name, self.limits = self.agent.model, limits_of(self.agent)
+        elif kind == "put_variable":
+            try:
+                self.put_in_variable(str(content.get("id", "")), str(content.get("name", "")))
+            except ValueError as error:
+                self.status = str(error)
         elif kind == "complete":
             self.complete(str(content.get("prefix", "")))
         elif kind == "explain_error":
@@ -575,17 +592,3 @@ class ChatWidget(anywidget.AnyWidget):
                 future.cancel()
         self._pending.clear()
         self.approvals = []
-
-
-def _store_of(agent: Agent) -> Store:
-    if agent.store is None:
-        raise ConfigError("opening a stored conversation needs history (the agent has store=None)")
-    return agent.store
-
-
-def _latest_id(options: dict[str, Any]) -> str:
-    """The latest stored conversation's id, in the store ``options`` name."""
-    store = resolve_store(options.get("store", "default"), options.get("env"))
-    if store is None:
-        raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
-    return store.resolve_id(None)

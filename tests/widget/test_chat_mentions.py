@@ -7,6 +7,7 @@ suggestions list the kernel's variables (by type, no user code run) and the tool
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from nbagent import Agent, tool
 from nbagent.chat import ChatWidget
-from nbagent.testing import ScriptedModel
+from nbagent.testing import ScriptedModel, call, reply
 
 
 class Loud:
@@ -137,3 +138,24 @@ def test_an_image_over_the_cap_is_refused_with_the_reason() -> None:
     chat.attach_image(png(8, 8))
     chat._handle_custom_msg({"kind": "remove_attachment", "index": 0}, [])  # its ×
     assert chat.attachments == []
+
+
+async def test_put_a_dataframe_result_in_a_variable(shell: Any) -> None:
+    @tool(register=False)
+    def top_regions() -> pd.DataFrame:
+        """The best regions."""
+        return pd.DataFrame({"region": ["n", "s"], "revenue": [3, 2]})
+
+    model = ScriptedModel(
+        lambda r: "Here." if r.tool_results else reply(calls=[call("top_regions")])
+    )
+    chat = ChatWidget(Agent(model, tools=[top_regions], store=None))
+    await asyncio.wait_for(chat.submit("best regions?"), 10)
+    html = chat.turns[0]["html"]
+    (call_id,) = re.findall(r'class="nbagent-button nbagent-card-put" data-call-id="([^"]+)"', html)
+    chat._handle_custom_msg({"kind": "put_variable", "id": call_id, "name": "best"}, [])
+    assert list(shell.user_ns["best"]["revenue"]) == [3, 2]
+    chat._handle_custom_msg({"kind": "put_variable", "id": call_id, "name": "not ok"}, [])
+    assert chat.status == "'not ok' is not a valid variable name"
+    with pytest.raises(ValueError, match="no call nope"):
+        chat.put_in_variable("nope", "x")
