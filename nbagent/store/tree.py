@@ -63,8 +63,11 @@ def start_branch(store: Database, branch_id: str, source_id: str, at: int) -> bo
             (source_id,),
         ).fetchone()
         root, title, system, model = source or (source_id, None, None, None)
+        family = _family(db, source_id)
         # The conversation that wrote the replaced message, not a branch's copy of it.
-        owner = _owner(_family(db, source_id), source_id, at)
+        owner = _owner(family, source_id, at)
+        if title:  # the recent-chats list tells the branches apart
+            title = f"{title.split(' · branch ')[0]} · branch {max(len(family), 1) + 1}"
         db.execute(
             """
             INSERT INTO conversations (id, title, system, model, created_at, updated_at,

@@ -149,3 +149,11 @@ async def test_branches_of_a_branch_stay_siblings_of_the_original_message(tmp_pa
     assert prompts(chat) == ["one", "TWO"] and labels(chat) == ["1/2", "3/3"]
     chat.switch_branch(1)  # 3/3 -> 1/3: the original's own line
     assert chat.conversation_id == original and labels(chat) == ["1/2", "1/3", None]
+
+
+async def test_the_recent_list_tells_branches_apart(tmp_path: Path) -> None:
+    chat, _model = await three_turns(tmp_path / "history.db")
+    await asyncio.wait_for(chat.edit(2, "THREE"), 10)
+    await asyncio.wait_for(chat.edit(0, "ONE"), 10)
+    chat.refresh_recent()
+    assert sorted(r["title"] for r in chat.recent) == ["one", "one · branch 2", "one · branch 3"]
