@@ -61,14 +61,16 @@ class ChatWidget(anywidget.AnyWidget):
         agent: the agent to chat with; when None one is built from ``agent_options``
             (the arguments of :class:`~nbagent.Agent`: ``model``, ``tools``, ``system``...).
         conversation: the id (or a unique prefix) of a stored conversation to open,
-            e.g. after a kernel restart; the agent continues it.
+            e.g. after a kernel restart; the agent continues it (the branch shown last
+            when it has several: see :meth:`edit`).
         send_on: ``"enter"`` (Enter sends, Shift+Enter starts a new line) or
             ``"shift-enter"`` (the reverse). Ctrl/Cmd+Enter always sends.
         height: CSS max-height of the transcript, which scrolls.
 
     Tools with ``requires_approval=True`` get Approve/Deny buttons while their
     call waits; :meth:`approve`, :meth:`allow_for_run` and :meth:`deny` do the
-    same from Python.
+    same from Python. :meth:`edit`, :meth:`regenerate` and :meth:`switch_branch`
+    are the Edit, Regenerate and "‹ 2/3 ›" buttons.
     """
 
     _esm = _HERE / "chat.js"
