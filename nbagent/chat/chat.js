@@ -355,7 +355,7 @@ function render({ model, el }) {
     if (document.activeElement !== roundsBox) roundsBox.value = limits.max_rounds ?? "";
     if (document.activeElement !== costBox) costBox.value = limits.max_cost ?? "";
     const sum = model.get("totals") || {};
-    totals.textContent = sum.tokens ? `This chat: ${sum.tokens.toLocaleString()} tokens, ${sum.cost}` : "";
+    totals.textContent = sum.tokens ? `This chat: ${sum.tokens.toLocaleString()} tokens · cost ${sum.cost}` : "";
   }
 
   function drawPlaceholder() {
