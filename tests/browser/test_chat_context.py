@@ -17,16 +17,24 @@ import pytest
 from tests.browser.test_chat_reload import Chat, open_lab
 
 SETUP = r"""
-from nbagent import Agent, ChatWidget
-from nbagent.testing import ScriptedModel, reply
+import pandas as pd
+from nbagent import Agent, ChatWidget, tool
+from nbagent.testing import ScriptedModel, call, reply
 
 sales_by_region = {"north": 10, "south": 20}
 
+@tool(register=False)
+def region_table() -> pd.DataFrame:
+    '''The regions as a table.'''
+    return pd.DataFrame({"region": ["north", "south"], "sales": [10, 20]})
+
 def echo(request):
     user = [m for m in request.request.messages if m.role == "user"][-1]
+    if "table" in user.content and not request.tool_results:
+        return reply(calls=[call("region_table")])
     return reply(f"got {user.content!r} with {len(user.images)} image(s)")
 
-chat = ChatWidget(Agent(ScriptedModel(echo), tools=[], store=None))
+chat = ChatWidget(Agent(ScriptedModel(echo), tools=[region_table], store=None))
 chat
 """
 
@@ -52,7 +60,6 @@ def page(browser: Any, jupyterlab: Any) -> Any:
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)
-    page.on("dialog", lambda dialog: dialog.accept())
     open_lab(page, jupyterlab.notebook_url("context.ipynb"))
     page.locator(".lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
     page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
@@ -102,3 +109,25 @@ def test_paste_an_image(page: Any) -> None:
     answer.wait_for()
     assert "with 1 image(s)" in answer.inner_text()
     assert chat.root.locator(".nbagent-chat-attachment").count() == 0
+
+
+def test_put_a_dataframe_in_a_variable_and_change_the_limits(page: Any) -> None:
+    chat = Chat(page)
+    chat.textarea.fill("the table please")
+    chat.textarea.press("Enter")
+    put = chat.turns.nth(2).locator("button.nbagent-card-put")
+    put.wait_for()
+    page.once("dialog", lambda dialog: dialog.accept("regions"))
+    put.click()
+    chat.wait_status("regions = the DataFrame from " + put.get_attribute("data-call-id"))
+    rounds = chat.root.locator("input.nbagent-chat-max-rounds")
+    assert rounds.input_value() == "10"
+    rounds.fill("-1")
+    rounds.press("Enter")  # change fires; the kernel refuses it and says why
+    page.wait_for_function(
+        "(el) => el.textContent.includes('max_rounds')", arg=chat.status.element_handle()
+    )
+    chat.textarea.fill("@regi")
+    chat.root.locator(".nbagent-chat-suggestion", has_text="@regions").wait_for()
+    assert "DataFrame" in chat.root.locator(".nbagent-chat-suggestion").first.inner_text()
+    chat.textarea.fill("")
