@@ -217,16 +217,19 @@ class Agent:
     def resume(cls, conversation_id: str | None = None, **options: Any) -> Agent:
         """An agent continuing a stored conversation, e.g. after a kernel restart.
 
-        ``conversation_id`` may be a unique prefix; None means the latest one.
+        ``conversation_id`` may be a unique prefix; None means the latest one. When
+        the conversation has branches (edited messages in a chat), the agent continues
+        the branch a chat showed last.
         ``options`` are the constructor's; the model defaults to the one the
         conversation last used, the system prompt to its own.
         """
         from .store import last_model, resolve_store
+        from .store.tree import shown_branch
 
         store = resolve_store(options.get("store", "default"), options.get("env"))
         if store is None:
             raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
-        conversation = store.load(conversation_id)
+        conversation = store.load(shown_branch(store, store.resolve_id(conversation_id)))
         options["store"] = store
         options.setdefault("model", last_model(conversation))
         agent = cls(**options)

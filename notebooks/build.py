@@ -886,6 +886,66 @@ print((await again.submit("And now?")).output)
         CHECK,
     ),
     md("""
+## Edit, regenerate, branch
+
+Every message has an **Edit** button: change it and press Enter, and the chat
+sends it as a new *branch* (the turns before it stay, the model sees them and the
+edited message, not what came after). **Regenerate** answers the last message
+again the same way. Where a message was edited, "‹ 2/3 ›" arrows switch between
+the branches. The history keeps them as a tree (each message has a parent), so a
+reopened chat shows the same branches, and after a restart `Agent.resume` and
+`ChatWidget.resume` continue the branch shown last. `edit`, `regenerate` and
+`switch_branch` are the buttons' methods.
+"""),
+    code(
+        """
+def echo(request):
+    said = [m.content for m in request.messages if m.role == "user"]
+    return reply("I saw: " + " | ".join(said))
+
+branchy = ChatWidget(Agent(ScriptedModel(echo), store=history))
+for text in ("one", "two", "three"):
+    await branchy.submit(text)
+
+edited = await branchy.edit(1, "TWO")  # Edit on the second message
+print(edited.output)
+print([t["prompt"] for t in branchy.turns])
+print([t.get("branch", {}).get("label") for t in branchy.turns])
+""",
+        CHECK,
+    ),
+    code(
+        """
+branchy.switch_branch(1, -1)  # the "‹" arrow: back to the original branch
+print([t["prompt"] for t in branchy.turns], branchy.turns[1]["branch"]["label"])
+
+# ... the kernel restarts: the agent continues the branch shown last ...
+agent = Agent.resume(store=history, model=ScriptedModel(echo))
+print((await agent.run("four")).output)
+""",
+        CHECK,
+    ),
+    md("""
+## Mentions, images and the last error
+
+Type `@` in the box for the notebook's variables and the agent's tools; Tab or a
+click completes the name. A mentioned variable is sent the way a `{name}` field
+is (described, within size limits) and shown as a chip. The suggestions read only
+names and types: no code of yours runs. Paste or drop a PNG or JPEG into the box to
+send it with the next message, and **Explain last error** asks about the kernel's
+last exception (`{Err}`). Answers' code blocks have a Copy button.
+"""),
+    code(
+        """
+sales = {"north": 120, "south": 95}
+mentions = ChatWidget(Agent(ScriptedModel(echo), tools=[get_weather], store=None))
+print(mentions.complete("sa"))
+print(mentions.complete("get"))
+print((await mentions.submit("Which region leads in @sales?")).output)
+""",
+        CHECK,
+    ),
+    md("""
 ## On the embedded model
 
 The same panel with the default model (no key needed). Send it a question that

@@ -30,6 +30,21 @@ function render({ model, el }) {
   // Recent conversations from the history store, read when the list is opened.
   const recent = element("select", "nbagent-chat-recent", { "aria-label": "Recent chats" });
   header.append(status, recent, newChat);
+  // Controls: the model (the agent's or any model string), the limits of the next
+  // turns, and what the conversation has cost so far.
+  const controls = element("div", "nbagent-chat-controls", { role: "group", "aria-label": "Run settings" });
+  const modelBox = element("input", "nbagent-chat-model", { type: "text", "aria-label": "Model", size: "24" });
+  const roundsBox = element("input", "nbagent-chat-max-rounds", { type: "number", min: "0", "aria-label": "Max rounds" });
+  const costBox = element("input", "nbagent-chat-max-cost", {
+    type: "number", min: "0", step: "0.01", placeholder: "no cap", "aria-label": "Max cost (USD)",
+  });
+  const totals = element("span", "nbagent-chat-totals", { "aria-label": "Conversation totals" });
+  function labelled(text, input) {
+    const label = element("label", "nbagent-chat-control");
+    label.append(text, input);
+    return label;
+  }
+  controls.append(labelled("Model ", modelBox), labelled("Max rounds ", roundsBox), labelled("Max $ ", costBox), totals);
 
   // The transcript is a log: screen readers hear new turns; the streamed turn has
   // its own polite live region, marked busy while it streams.
@@ -60,12 +75,61 @@ function render({ model, el }) {
   const buttons = element("div", "nbagent-chat-buttons");
   const send = button("Send", "nbagent-chat-send nbagent-primary", "Send (Enter)");
   const stop = button("Stop", "nbagent-chat-stop", "Stop the reply (Esc)");
-  buttons.append(send, stop);
+  const regenerate = button("Regenerate", "nbagent-chat-regenerate", "Answer the last message again, as a new branch");
+  const explain = button("Explain last error", "nbagent-chat-explain", "Ask about the kernel's last error");
+  buttons.append(send, stop, regenerate, explain);
   inputRow.append(area, buttons);
-  root.append(header, scroller, approvals, trusted, inputRow);
+  // @name completions: kernel variables and tools, from the kernel (no user code runs).
+  const mentionList = element("ul", "nbagent-chat-suggestions", { role: "listbox", "aria-label": "Mentions" });
+  mentionList.hidden = true;
+  let mentionIndex = 0;
+  // While an earlier message is being edited: which one, and how to give up.
+  const editing = element("div", "nbagent-chat-editing", { role: "status" });
+  editing.hidden = true;
+  // Images pasted or dropped for the next message, each with a × to take it back.
+  const attached = element("div", "nbagent-chat-attachments", { "aria-label": "Attached images" });
+  root.append(header, controls, scroller, approvals, trusted, editing, mentionList, attached, inputRow);
   el.append(root);
 
-  const drawn = []; // the HTML of each finished turn as drawn, to redraw only changes
+  const drawn = []; // each finished turn as drawn (HTML and branch), to redraw only changes
+  let editTurn = null; // the turn whose message the box holds for editing, if any
+
+  function drawnKey(turn) {
+    return `${turn.html}\u0000${turn.branch ? turn.branch.label : ""}`;
+  }
+
+  function startEdit(index, prompt) {
+    editTurn = index;
+    area.value = prompt;
+    editing.hidden = false;
+    editing.textContent = `Editing message ${index + 1}: Enter sends it as a new branch, Esc cancels.`;
+    area.focus();
+    area.setSelectionRange(prompt.length, prompt.length);
+  }
+
+  function cancelEdit() {
+    editTurn = null;
+    editing.hidden = true;
+    editing.textContent = "";
+  }
+
+  function turnControls(turn, index) {
+    // Edit (any message) and, where the message was edited before, the branch arrows.
+    const bar = element("div", "nbagent-turn-controls", { role: "toolbar", "aria-label": `Message ${index + 1} actions` });
+    if (turn.branch) {
+      const previous = button("‹", "nbagent-branch-previous", "Previous branch");
+      const label = element("span", "nbagent-branch-label", { "aria-label": `Branch ${turn.branch.label}` });
+      label.textContent = turn.branch.label;
+      const next = button("›", "nbagent-branch-next", "Next branch");
+      previous.addEventListener("click", () => model.send({ kind: "branch", turn: index, step: -1 }));
+      next.addEventListener("click", () => model.send({ kind: "branch", turn: index, step: 1 }));
+      bar.append(previous, label, next);
+    }
+    const edit = button("Edit", "nbagent-turn-edit", "Edit this message and send it as a new branch");
+    edit.addEventListener("click", () => startEdit(index, turn.prompt));
+    bar.append(edit);
+    return bar;
+  }
 
   function turnNode(turn, index) {
     const node = element("div", "nbagent-turn-view", {
@@ -73,14 +137,116 @@ function render({ model, el }) {
       "aria-label": `Turn ${index + 1}`,
     });
     node.innerHTML = turn.html;
+    node.prepend(turnControls(turn, index));
+    addCodeButtons(node);
     return node;
+  }
+
+  function addCodeButtons(node) {
+    // Copy for each code block of an answer (the text as shown, never run).
+    for (const pre of node.querySelectorAll(".nba-answer pre")) {
+      const copy = button("Copy", "nbagent-code-copy", "Copy this code");
+      copy.addEventListener("click", async () => {
+        try {
+          await navigator.clipboard.writeText(pre.innerText);
+          copy.textContent = "Copied";
+        } catch (error) {
+          copy.textContent = "Copy failed";
+        }
+      });
+      pre.before(copy);
+    }
+  }
+
+  function mentionAtCursor() {
+    const before = area.value.slice(0, area.selectionStart);
+    const match = /(?:^|[^\w@.])@([A-Za-z_]\w*)?$/.exec(before);
+    return match ? { prefix: match[1] || "", end: area.selectionStart } : null;
+  }
+
+  function currentSuggestions() {
+    // The kernel answers each keystroke; keep only what matches the name typed so far.
+    const mention = mentionAtCursor();
+    if (!mention) return [];
+    const typed = mention.prefix.toLowerCase();
+    return (model.get("suggestions") || []).filter((item) => item.name.toLowerCase().startsWith(typed));
+  }
+
+  function drawSuggestions() {
+    const items = currentSuggestions();
+    const mention = mentionAtCursor();
+    mentionList.replaceChildren();
+    mentionList.hidden = !(items.length && mention);
+    if (mentionList.hidden) return;
+    mentionIndex = Math.min(mentionIndex, items.length - 1);
+    items.forEach((item, i) => {
+      const option = element("li", "nbagent-chat-suggestion", {
+        role: "option",
+        "aria-selected": String(i === mentionIndex),
+        "data-name": item.name,
+      });
+      option.textContent = `@${item.name}  ${item.detail}`;
+      option.addEventListener("mousedown", (event) => {
+        event.preventDefault();
+        chooseMention(item.name);
+      });
+      mentionList.append(option);
+    });
+  }
+
+  function chooseMention(name) {
+    const mention = mentionAtCursor();
+    if (!mention) return;
+    const start = mention.end - mention.prefix.length;
+    area.setRangeText(`${name} `, start, mention.end, "end");
+    mentionList.hidden = true;
+    area.focus();
+  }
+
+  const MAX_IMAGE_BYTES = 10 * 1024 * 1024; // the kernel refuses bigger ones too
+
+  async function attachFiles(files) {
+    for (const file of files) {
+      if (!["image/png", "image/jpeg"].includes(file.type)) continue;
+      if (file.size > MAX_IMAGE_BYTES) {
+        status.textContent = `Image not attached: ${file.size} bytes is over ${MAX_IMAGE_BYTES}`;
+        continue;
+      }
+      const data = await file.arrayBuffer();
+      model.send({ kind: "attach_image" }, undefined, [data]);
+    }
+  }
+
+  function imageFiles(transfer) {
+    if (!transfer) return [];
+    return [...(transfer.files || [])].filter((file) => file.type.startsWith("image/"));
+  }
+
+  function drawAttachments() {
+    attached.replaceChildren();
+    (model.get("attachments") || []).forEach((item, index) => {
+      const chip = button(`${item.label} ×`, "nbagent-chat-attachment", "Remove this image");
+      chip.addEventListener("click", () => model.send({ kind: "remove_attachment", index }));
+      attached.append(chip);
+    });
+  }
+
+  function onInput() {
+    const mention = mentionAtCursor();
+    if (mention) {
+      mentionIndex = 0;
+      drawSuggestions();
+      model.send({ kind: "complete", prefix: mention.prefix });
+    } else {
+      mentionList.hidden = true;
+    }
   }
 
   function drawTurns() {
     const turns = model.get("turns") || [];
     // Finished turns never change, so a new list is the old one plus some: append.
     // Anything else (New chat, another state) redraws from scratch.
-    const same = drawn.length <= turns.length && drawn.every((html, i) => turns[i].html === html);
+    const same = drawn.length <= turns.length && drawn.every((key, i) => drawnKey(turns[i]) === key);
     if (!same) {
       log.replaceChildren();
       drawn.length = 0;
@@ -88,22 +254,37 @@ function render({ model, el }) {
     const fragment = document.createDocumentFragment();
     for (let i = drawn.length; i < turns.length; i += 1) {
       fragment.append(turnNode(turns[i], i));
-      drawn.push(turns[i].html);
+      drawn.push(drawnKey(turns[i]));
     }
     log.append(fragment);
   }
+
+  let liveDrawnAt = performance.now();
 
   function drawLive() {
     const live = model.get("live") || {};
     liveRegion.innerHTML = live.html || "";
     liveRegion.setAttribute("aria-busy", live.html ? "true" : "false");
+    liveDrawnAt = performance.now();
   }
+
+  // A running call's card counts its seconds on between the kernel's redraws.
+  function tickCards() {
+    const since = (performance.now() - liveDrawnAt) / 1000;
+    for (const time of liveRegion.querySelectorAll(".nbagent-card-running [data-elapsed]")) {
+      const seconds = Number(time.dataset.elapsed) + since;
+      time.textContent = seconds >= 0.1 ? `${seconds.toFixed(1)} s` : `${Math.round(seconds * 1000)} ms`;
+    }
+  }
+  const ticker = setInterval(tickCards, 500);
 
   function drawStatus() {
     status.textContent = model.get("status");
     const busy = model.get("busy");
     send.disabled = busy;
     stop.disabled = !busy;
+    regenerate.disabled = busy || !(model.get("turns") || []).length;
+    explain.disabled = busy;
     root.classList.toggle("nbagent-busy", busy);
   }
 
@@ -168,6 +349,15 @@ function render({ model, el }) {
     }
   }
 
+  function drawControls() {
+    if (document.activeElement !== modelBox) modelBox.value = model.get("model_name") || "";
+    const limits = model.get("limits") || {};
+    if (document.activeElement !== roundsBox) roundsBox.value = limits.max_rounds ?? "";
+    if (document.activeElement !== costBox) costBox.value = limits.max_cost ?? "";
+    const sum = model.get("totals") || {};
+    totals.textContent = sum.tokens ? `This chat: ${sum.tokens.toLocaleString()} tokens · cost ${sum.cost}` : "";
+  }
+
   function drawPlaceholder() {
     const enter = model.get("send_on") === "enter";
     root.classList.toggle("nbagent-send-enter", enter);
@@ -182,7 +372,12 @@ function render({ model, el }) {
     const text = area.value;
     if (!text.trim() || model.get("busy")) return;
     area.value = "";
-    model.send({ kind: "submit", text });
+    if (editTurn !== null) {
+      model.send({ kind: "edit", turn: editTurn, text });
+      cancelEdit();
+    } else {
+      model.send({ kind: "submit", text });
+    }
   }
 
   function lastPrompt() {
@@ -194,12 +389,37 @@ function render({ model, el }) {
 
   function onKey(event) {
     if (event.isComposing) return;
+    if (!mentionList.hidden) {
+      const items = currentSuggestions();
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        const step = event.key === "ArrowDown" ? 1 : -1;
+        mentionIndex = (mentionIndex + step + items.length) % items.length;
+        drawSuggestions();
+        return;
+      }
+      if ((event.key === "Tab" || event.key === "Enter") && items[mentionIndex]) {
+        event.preventDefault();
+        event.stopPropagation();
+        chooseMention(items[mentionIndex].name);
+        return;
+      }
+      if (event.key === "Escape") {
+        event.stopPropagation();
+        mentionList.hidden = true;
+        return;
+      }
+    }
     if (event.key === "Escape") {
       // Esc stops the run; the notebook does not take it (it would leave edit mode).
       event.stopPropagation();
       if (model.get("busy")) {
         event.preventDefault();
         model.send({ kind: "stop" });
+      } else if (editTurn !== null) {
+        event.preventDefault();
+        cancelEdit();
+        area.value = "";
       }
       return;
     }
@@ -234,6 +454,41 @@ function render({ model, el }) {
   }
 
   area.addEventListener("keydown", onKey);
+  // "Put in variable" on a DataFrame card (the cards come from the kernel as markup).
+  scroller.addEventListener("click", (event) => {
+    const put = event.target.closest(".nbagent-card-put");
+    if (!put) return;
+    const name = window.prompt("Variable name for this DataFrame:", "result_df");
+    if (name) model.send({ kind: "put_variable", id: put.dataset.callId, name });
+  });
+  modelBox.addEventListener("change", () => {
+    if (modelBox.value.trim()) model.send({ kind: "model", model: modelBox.value.trim() });
+  });
+  roundsBox.addEventListener("change", () => model.send({ kind: "limits", limits: { max_rounds: roundsBox.value } }));
+  costBox.addEventListener("change", () => model.send({ kind: "limits", limits: { max_cost: costBox.value } }));
+  for (const box of [modelBox, roundsBox, costBox]) {
+    // Keys typed here are the chat's, not the notebook's (Enter, Esc, digits).
+    box.addEventListener("keydown", (event) => event.stopPropagation());
+  }
+  area.addEventListener("input", onInput);
+  area.addEventListener("paste", (event) => {
+    const files = imageFiles(event.clipboardData);
+    if (!files.length) return; // text pastes as usual
+    event.preventDefault();
+    attachFiles(files);
+  });
+  root.addEventListener("dragover", (event) => {
+    if (imageFiles(event.dataTransfer).length || [...(event.dataTransfer?.types || [])].includes("Files")) {
+      event.preventDefault();
+    }
+  });
+  root.addEventListener("drop", (event) => {
+    const files = imageFiles(event.dataTransfer);
+    if (!files.length) return;
+    event.preventDefault();
+    event.stopPropagation(); // the notebook must not open the file
+    attachFiles(files);
+  });
   root.addEventListener("keydown", (event) => {
     if (event.key === "Escape" && event.target !== area && model.get("busy")) {
       event.stopPropagation();
@@ -242,6 +497,8 @@ function render({ model, el }) {
   });
   send.addEventListener("click", submit);
   stop.addEventListener("click", () => model.send({ kind: "stop" }));
+  regenerate.addEventListener("click", () => model.send({ kind: "regenerate" }));
+  explain.addEventListener("click", () => model.send({ kind: "explain_error" }));
   newChat.addEventListener("click", () => model.send({ kind: "new_chat" }));
   recent.addEventListener("focus", () => model.send({ kind: "refresh_recent" }));
   recent.addEventListener("change", () => {
@@ -251,6 +508,12 @@ function render({ model, el }) {
   });
 
   model.on("change:turns", drawTurns);
+  model.on("change:totals", drawControls);
+  model.on("change:limits", drawControls);
+  model.on("change:model_name", drawControls);
+  model.on("change:attachments", drawAttachments);
+  model.on("change:suggestions", drawSuggestions);
+  model.on("change:turns", drawStatus);
   model.on("change:live", drawLive);
   model.on("change:status", drawStatus);
   model.on("change:busy", drawStatus);
@@ -265,13 +528,22 @@ function render({ model, el }) {
   drawPlaceholder();
   drawRecent();
   drawTrusted();
+  drawAttachments();
+  drawControls();
   drawTurns();
   drawLive();
   drawStatus();
   drawApprovals();
 
   return () => {
+    clearInterval(ticker);
     model.off("change:turns", drawTurns);
+    model.off("change:totals", drawControls);
+    model.off("change:limits", drawControls);
+    model.off("change:model_name", drawControls);
+    model.off("change:attachments", drawAttachments);
+    model.off("change:suggestions", drawSuggestions);
+    model.off("change:turns", drawStatus);
     model.off("change:live", drawLive);
     model.off("change:status", drawStatus);
     model.off("change:busy", drawStatus);

@@ -7,17 +7,25 @@ the same round panels and answer as a live run (everything escaped by
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..errors import ConfigError
 from ..messages import Conversation, Message
 from ..render import escape, render_markdown, render_round_html
 from ..render.css import wrap
+from ..store import Store, resolve_store
+from .cards import cards_html
+from .mentions import prompt_html
+
+if TYPE_CHECKING:
+    from ..agent import Agent
 
 
 def user_html(prompt: str) -> str:
     """The user's message, as every turn starts."""
     return (
-        f'<div class="nbagent-user"><div class="nbagent-user-label">You</div>{escape(prompt)}</div>'
+        '<div class="nbagent-user"><div class="nbagent-user-label">You</div>'
+        f"{prompt_html(prompt)}</div>"
     )
 
 
@@ -25,6 +33,7 @@ def stored_turn(prompt: str, reply: Message | None) -> dict[str, Any]:
     """One turn from history: ``{"prompt", "html"}`` like a live turn's state."""
     parts = ['<div class="nbagent-turn">', user_html(prompt)]
     if reply is not None:
+        parts.append(cards_html(reply.rounds or []))
         body = [render_round_html(r, i) for i, r in enumerate(reply.rounds or [])]
         body.append(f'<div class="nba-answer">{render_markdown(reply.content)}</div>')
         footer = [reply.model or ""]
@@ -51,3 +60,18 @@ def turns_of(conversation: Conversation) -> list[dict[str, Any]]:
     if prompt is not None:
         turns.append(stored_turn(prompt, None))
     return turns
+
+
+def store_of(agent: Agent) -> Store:
+    """The agent's history store (a clear error when it has none)."""
+    if agent.store is None:
+        raise ConfigError("opening a stored conversation needs history (the agent has store=None)")
+    return agent.store
+
+
+def latest_id(options: dict[str, Any]) -> str:
+    """The latest stored conversation's id, in the store ``options`` name."""
+    store = resolve_store(options.get("store", "default"), options.get("env"))
+    if store is None:
+        raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
+    return store.resolve_id(None)

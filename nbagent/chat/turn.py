@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._internal.images import Image
 from ..kernel.prompt import Interpolated
 from ..live import UPDATE_INTERVAL, LiveRun
-from ..messages import ToolCall
+from ..messages import Conversation, ToolCall, ToolRound
 from ..render import Transcript, escape
 from ..results import RunResult
+from .cards import cards_html
+from .mentions import prompt_html
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -43,16 +47,34 @@ class Turn:
 
     interval = UPDATE_INTERVAL
 
-    def __init__(self, chat: TurnHost, prompt: str, fields: Interpolated | None = None) -> None:
+    def __init__(
+        self,
+        chat: TurnHost,
+        prompt: str,
+        fields: Interpolated | None = None,
+        *,
+        conversation: Conversation | None = None,
+        images: list[Image] | None = None,
+    ) -> None:
         self.chat = chat
         self.prompt = prompt
         self.note = fields.summary() if fields is not None else None
         """What was sent in place of shortened ``{name}`` values, shown under the message."""
         sent = fields.text if fields is not None else prompt
-        overrides = {"attachments": fields.images} if fields is not None and fields.images else {}
+        overrides: dict[str, Any] = {}
+        attached = [*(fields.images if fields is not None else []), *(images or [])]
+        if attached:  # {fig} fields and pasted images: the prompt's image parts
+            overrides["attachments"] = attached
+        self.images = list(images or [])
+        """Images pasted or dropped for this message."""
+        self.conversation = conversation
+        """The branch this turn starts (an edited message), or None: the agent's own."""
+        if conversation is not None:
+            overrides["conversation"] = conversation
         self.run = LiveRun(chat.agent, sent, self, overrides=overrides)
         self.error: str | None = None
         self._status = ""
+        self._started: dict[str, float] = {}  # call id -> when this turn first saw it running
 
     @property
     def transcript(self) -> Transcript:
@@ -69,16 +91,38 @@ class Turn:
         parts = [
             '<div class="nbagent-turn">',
             '<div class="nbagent-user"><div class="nbagent-user-label">You</div>',
-            escape(self.prompt),
+            prompt_html(self.prompt),
             "</div>",
         ]
         if self.note:
             parts.append(f'<div class="nbagent-sent-note">{escape(self.note)}</div>')
+        if self.images:
+            shown = ", ".join(f"{i.format} {i.width}×{i.height}" for i in self.images)
+            parts.append(f'<div class="nbagent-sent-note">Attached: {escape(shown)}</div>')
+        parts.append(self.cards())
         parts.append(self.transcript.html())
         if self.error:
             parts.append(f'<div class="nbagent-chat-error">{escape(self.error)}</div>')
         parts.append("</div>")
         return "".join(parts)
+
+    def cards(self) -> str:
+        """The tool cards of the run so far (see :mod:`.cards`)."""
+        transcript = self.transcript
+        now = time.monotonic()
+        for call in transcript.calls:
+            self._started.setdefault(call.id, now)
+        pending = ToolRound(
+            None,
+            list(transcript.calls),
+            [transcript.results[c.id] for c in transcript.calls if c.id in transcript.results],
+        )
+        return cards_html(
+            transcript.rounds,
+            pending,
+            waiting={c.id for c in self.chat.pending_approvals},
+            elapsed={c.id: now - self._started[c.id] for c in transcript.calls},
+        )
 
     def state(self) -> dict[str, Any]:
         """What the front end draws: the prompt (for Up-to-edit) and the HTML."""

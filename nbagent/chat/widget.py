@@ -30,15 +30,15 @@ import traitlets
 from ..agent import Agent
 from ..errors import ConfigError
 from ..kernel import current_view
-from ..kernel.display import code_html, code_of
-from ..kernel.errors import last_error_text
-from ..kernel.prompt import Interpolated, PromptError, interpolate_prompt
 from ..live import stop_text
-from ..messages import ToolCall
-from ..render import APPROVAL_LIMIT, call_signature
+from ..messages import Conversation, ToolCall
 from ..results import RunResult
-from ..store import Store, resolve_store
-from .history import turns_of
+from ..store.tree import mark_shown, shown_branch, start_branch
+from .branches import branch_from, points_of, position_of_turn, with_branches
+from .controls import approval_state, limits_of, set_limits, settle, totals_of
+from .history import latest_id, store_of, turns_of
+from .inputs import Attachments, assign, find_value, interpolate
+from .mentions import suggestions
 from .turn import Turn
 from .twin import StaticTwin
 
@@ -61,21 +61,24 @@ class ChatWidget(anywidget.AnyWidget):
         agent: the agent to chat with; when None one is built from ``agent_options``
             (the arguments of :class:`~nbagent.Agent`: ``model``, ``tools``, ``system``...).
         conversation: the id (or a unique prefix) of a stored conversation to open,
-            e.g. after a kernel restart; the agent continues it.
+            e.g. after a kernel restart; the agent continues it (the branch shown last
+            when it has several: see :meth:`edit`).
         send_on: ``"enter"`` (Enter sends, Shift+Enter starts a new line) or
             ``"shift-enter"`` (the reverse). Ctrl/Cmd+Enter always sends.
         height: CSS max-height of the transcript, which scrolls.
 
     Tools with ``requires_approval=True`` get Approve/Deny buttons while their
     call waits; :meth:`approve`, :meth:`allow_for_run` and :meth:`deny` do the
-    same from Python.
+    same from Python. :meth:`edit`, :meth:`regenerate` and :meth:`switch_branch`
+    are the Edit, Regenerate and "‹ 2/3 ›" buttons.
     """
 
     _esm = _HERE / "chat.js"
     _css = _HERE / "chat.css"
 
     turns = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """Finished turns, oldest first: ``{"prompt": str, "html": str}`` each."""
+    """Finished turns, oldest first: ``{"prompt": str, "html": str}`` each, and
+    ``"branch": {"label": "2/3", "index", "count"}`` where the turn was edited."""
     live = traitlets.Dict().tag(sync=True)
     """The turn being generated (same shape as a finished turn), or ``{}``."""
     status = traitlets.Unicode("Ready").tag(sync=True)
@@ -89,6 +92,16 @@ class ChatWidget(anywidget.AnyWidget):
     """The id of the conversation shown (the history store's)."""
     always_allowed = traitlets.List(traitlets.Unicode()).tag(sync=True)
     """Tools this conversation runs without asking ("Always allow"), shown; revocable."""
+    suggestions = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """``@name`` completions for the box: ``{"name", "kind", "detail"}`` each (:meth:`complete`)."""
+    attachments = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """Images pasted or dropped for the next message: ``{"label"}`` each."""
+    model_name = traitlets.Unicode("").tag(sync=True)
+    """The agent's model, as the model picker shows it (:meth:`use_model` changes it)."""
+    limits = traitlets.Dict().tag(sync=True)
+    """``{"max_rounds", "max_cost"}`` of the next turns (:meth:`set_limits` changes them)."""
+    totals = traitlets.Dict().tag(sync=True)
+    """The conversation's ``{"tokens", "cost"}`` so far."""
     send_on = traitlets.Unicode("enter").tag(sync=True)
     height = traitlets.Unicode("520px").tag(sync=True)
 
@@ -116,7 +129,8 @@ class ChatWidget(anywidget.AnyWidget):
                 else Agent.resume(conversation, **agent_options)
             )
         elif conversation is not None:
-            agent.conversation = _store_of(agent).load(conversation)
+            store = store_of(agent)
+            agent.conversation = store.load(shown_branch(store, store.resolve_id(conversation)))
         self.agent = agent
         self.history: list[Turn] = []
         """Every turn of this chat, the one being generated last."""
@@ -125,6 +139,7 @@ class ChatWidget(anywidget.AnyWidget):
         self._pending: dict[str, tuple[ToolCall, asyncio.Future[bool]]] = {}
         self._allowed_this_run: set[str] = set()
         self._always: dict[str, list[str]] = {}  # conversation id -> tools always allowed
+        self._attachments = Attachments()
         self.twin = StaticTwin()
         """The static HTML transcript shown next to the widget for viewers without a kernel."""
         self.on_msg(self._on_front_end_message)
@@ -137,7 +152,7 @@ class ChatWidget(anywidget.AnyWidget):
         ``options`` are :class:`ChatWidget`'s and :class:`~nbagent.Agent`'s (``store``,
         ``tools``, ``model``...); the model defaults to the one the conversation used.
         """
-        return cls(conversation=conversation_id or _latest_id(options), **options)
+        return cls(conversation=conversation_id or latest_id(options), **options)
 
     def _ipython_display_(self, **kwargs: Any) -> None:
         """Show the widget and, next to it, its static HTML twin (see :mod:`.twin`)."""
@@ -170,12 +185,49 @@ class ChatWidget(anywidget.AnyWidget):
         ``text`` is blank or names an undefined ``{name}`` (the status says which).
         Raises RuntimeError while a reply is still being generated.
         """
+        return self._start(text)
+
+    def edit(self, turn: int, text: str) -> asyncio.Task[RunResult | None] | None:
+        """Send ``text`` in place of turn ``turn``'s message (0-based), as a new branch.
+
+        The turns before it stay; the ones after it stay in the branch they belong to,
+        which the "2/3" arrows (:meth:`switch_branch`) show again. Returns the generation
+        task, or None as :meth:`submit` does.
+        """
+        conversation = self.agent.conversation
+        position = position_of_turn(conversation, turn)
+        return self._start(text, branch=(conversation, position))
+
+    def regenerate(self) -> asyncio.Task[RunResult | None] | None:
+        """Answer the last message again, as a sibling branch of the last answer."""
+        if not self.turns:
+            raise RuntimeError("nothing to regenerate: the chat has no turns yet")
+        return self.edit(len(self.turns) - 1, str(self.turns[-1]["prompt"]))
+
+    def switch_branch(self, turn: int, step: int = 1) -> None:
+        """Show the next (``step=1``) or previous (``-1``) branch at turn ``turn``.
+
+        What the turn's "2/3" arrows do. The next message continues the branch shown,
+        and so does :meth:`~nbagent.Agent.resume` after a restart.
+        """
+        if self.busy:
+            raise RuntimeError("ChatWidget is still answering; call stop() first")
+        conversation = self.agent.conversation
+        point = points_of(self.agent.store, conversation).get(position_of_turn(conversation, turn))
+        if point is None:
+            raise ValueError(f"turn {turn} has no other branch")
+        self.open_conversation(point.targets[(point.index + step) % len(point.targets)])
+
+    def _start(
+        self, text: str, branch: tuple[Conversation, int] | None = None
+    ) -> asyncio.Task[RunResult | None] | None:
+        """Start a turn: a new message, or (``branch``) one in place of an earlier one."""
         if self.busy:
             raise RuntimeError("ChatWidget is still answering; call stop() first")
         text = text.strip()
         if not text:
             return None
-        fields = _interpolate(text)
+        fields = interpolate(text)
         if isinstance(fields, str):  # a {name} that is not defined: say so, send nothing
             self.status = fields
             return None
@@ -186,14 +238,92 @@ class ChatWidget(anywidget.AnyWidget):
                 "ChatWidget.submit needs a running event loop (a Jupyter kernel or an "
                 "async function); in a plain script use Agent.run_sync"
             ) from None
-        turn = Turn(self, text, fields)
+        target = None
+        if branch is not None:
+            source, position = branch
+            target = branch_from(source, position)
+            if self.agent.store is not None:
+                start_branch(self.agent.store, target.id, source.id, position)
+        images = self._attachments.take()
+        self.attachments = []
+        turn = Turn(self, text, fields, conversation=target, images=images)
         self._allowed_this_run.clear()
         self.history.append(turn)
+        if target is not None:  # the page shows the turns the branch keeps
+            self.turns = turns_of(target)
+            self.conversation_id = target.id
         self.live = turn.state()
         self.busy = True
         self.status = "Sending…"
         self.task = loop.create_task(self._generate(turn))
         return self.task
+
+    def complete(self, prefix: str) -> list[dict[str, str]]:
+        """Kernel variables and tools whose name starts with ``prefix``, for ``@`` mentions.
+
+        Sets (and returns) :attr:`suggestions`, which the page lists under the box. A
+        mentioned variable is sent as a ``{name}`` field would be. Runs no user code.
+        """
+        from IPython.core.getipython import get_ipython
+
+        shell = get_ipython()
+        view = current_view(shell) if shell is not None else None
+        tools = list(self.agent.tools) if self.agent.tools else []
+        found = suggestions(view, tools, prefix) if view is not None else []
+        if view is None:
+            found = [{"name": n, "kind": "tool", "detail": "tool"} for n in sorted(tools)]
+            found = [f for f in found if f["name"].lower().startswith(prefix.lower())]
+        self.suggestions = found
+        return found
+
+    def attach_image(self, data: bytes) -> None:
+        """Send a PNG or JPEG image with the next message (pasting or dropping one).
+
+        Raises:
+            ValueError: over the size cap, too many images, or not PNG/JPEG.
+        """
+        self._attachments.add(bytes(data))
+        self.attachments = self._attachments.state()
+
+    def remove_attachment(self, index: int) -> None:
+        """Take back the waiting image at ``index`` (its × in the page)."""
+        self._attachments.remove(index)
+        self.attachments = self._attachments.state()
+
+    def use_model(self, model: str) -> None:
+        """Answer the next messages with ``model`` (the model picker), keeping the chat.
+
+        Raises:
+            ConfigError: an unknown provider or a missing key; the model stays as it was.
+        """
+        self.agent.use_model(model.strip())
+        self.model_name = self.agent.model
+
+    def set_limits(self, **changes: Any) -> None:
+        """Change ``max_rounds`` and/or ``max_cost`` (None: no cap) for the next turns."""
+        set_limits(self.agent, changes)
+        self.limits = limits_of(self.agent)
+
+    def put_in_variable(self, call_id: str, name: str) -> None:
+        """Store the DataFrame tool call ``call_id`` returned in the notebook variable ``name``.
+
+        What a DataFrame card's "Put in variable" does. Only values of this kernel
+        session are there (a stored conversation keeps previews, not values).
+
+        Raises:
+            ValueError: ``name`` is not an identifier, or the call has no DataFrame here.
+        """
+        value = find_value(self.agent.conversation, call_id)
+        assign(name, value)
+        self.status = f"{name} = the {type(value).__name__} from {call_id}"
+
+    def explain_last_error(self) -> asyncio.Task[RunResult | None] | None:
+        """Ask the model about the kernel's last error (the "Explain last error" button).
+
+        The error goes as the ``{Err}`` prompt field does: type, message, the failing
+        line and a bounded traceback.
+        """
+        return self.submit("Explain the last error and how to fix it:\n{Err}")
 
     def stop(self) -> None:
         """Stop the reply being generated (Stop, or Esc in the page).
@@ -245,9 +375,11 @@ class ChatWidget(anywidget.AnyWidget):
         Any reply being generated is stopped; the next message continues the opened
         conversation. The list of recent chats in the page calls this.
         """
-        conversation = _store_of(self.agent).load(conversation_id)
+        store = store_of(self.agent)
+        conversation = store.load(conversation_id)
         self._drop_run()
         self.agent.conversation = conversation
+        mark_shown(store, conversation.id)
         self._show_conversation(recent=True)
         self.status = "Ready"
 
@@ -285,17 +417,25 @@ class ChatWidget(anywidget.AnyWidget):
         file before its first message.
         """
         with self.hold_sync():
-            self.turns = turns_of(self.agent.conversation)
+            self.turns = self._drawn_turns()
             self.live = {}
             self.conversation_id = self.agent.conversation.id
             self.always_allowed = self._always.get(self.conversation_id, [])
+            self.totals = totals_of(self.agent.conversation)
+            self.model_name, self.limits = self.agent.model, limits_of(self.agent)
             if recent:
                 self.refresh_recent()
         self.twin.update(self.turns)
 
+    def _drawn_turns(self) -> list[dict[str, Any]]:
+        """The agent's conversation as the page draws it: turns with their branch arrows."""
+        conversation = self.agent.conversation
+        points = points_of(self.agent.store, conversation)
+        return with_branches(turns_of(conversation), conversation, points)
+
     # -- the front end's messages --------------------------------------------------
 
-    def _on_front_end_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _on_front_end_message(self, _widget: Any, content: Any, buffers: Any) -> None:
         """Run the method a key or button in the page asked for."""
         if not isinstance(content, dict):
             return
@@ -310,6 +450,34 @@ class ChatWidget(anywidget.AnyWidget):
             self.open_conversation(str(content.get("id", "")))
         elif kind == "refresh_recent":
             self.refresh_recent()
+        elif kind in ("edit", "branch", "regenerate"):
+            self._branch_from_page(content)
+        elif kind == "attach_image":
+            try:
+                self.attach_image(buffers[0] if buffers else b"")
+            except ValueError as error:
+                self.status = str(error)
+        elif kind == "remove_attachment":
+            self.remove_attachment(int(content.get("index", -1)))
+        elif kind in ("model", "limits"):
+            try:
+                if kind == "model":
+                    self.use_model(str(content.get("model", "")))
+                else:
+                    self.set_limits(**dict(content.get("limits") or {}))
+            except (ConfigError, ValueError, TypeError) as error:
+                self.status = str(error)
+                self.model_name, self.limits = self.agent.model, limits_of(self.agent)
+        elif kind == "put_variable":
+            try:
+                self.put_in_variable(str(content.get("id", "")), str(content.get("name", "")))
+            except ValueError as error:
+                self.status = str(error)
+        elif kind == "complete":
+            self.complete(str(content.get("prefix", "")))
+        elif kind == "explain_error":
+            if not self.busy:
+                self.explain_last_error()
         elif kind == "revoke":
             self.revoke(str(content.get("tool", "")))
         elif kind in ("approve", "allow_for_run", "always_allow", "deny"):
@@ -325,6 +493,19 @@ class ChatWidget(anywidget.AnyWidget):
             return
         if self.submit(text) is None and text.strip():
             self.send({"kind": "restore", "text": text})
+
+    def _branch_from_page(self, content: dict[str, Any]) -> None:
+        """An edited message sent, or a turn's branch arrow clicked."""
+        try:
+            turn = int(content.get("turn", -1))
+            if content.get("kind") == "regenerate":
+                self.regenerate()
+            elif content.get("kind") == "branch":
+                self.switch_branch(turn, 1 if int(content.get("step", 1)) > 0 else -1)
+            elif self.edit(turn, str(content.get("text", ""))) is None:
+                self.send({"kind": "restore", "text": str(content.get("text", ""))})
+        except (RuntimeError, ValueError, IndexError) as error:
+            self.status = str(error)
 
     # -- generation ----------------------------------------------------------------
 
@@ -350,11 +531,20 @@ class ChatWidget(anywidget.AnyWidget):
         elif result is not None:
             self.status = stop_text(result)
         # One state message for the three traits: the page never sees the turn twice.
+        branch = turn.conversation
+        branched = branch is not None
+        if branch is not None:  # the chat goes on in the new branch, trusting the same tools
+            self.agent.conversation = branch
+            self._always[branch.id] = list(self.always_allowed)
         with self.hold_sync():
-            self.turns = [*self.turns, turn.state()]
+            if branched:
+                self.turns = self._drawn_turns()
+            else:
+                self.turns = [*self.turns, turn.state()]
             self.live = {}
             self.busy = False
             self.conversation_id = self.agent.conversation.id
+            self.totals = totals_of(self.agent.conversation)
         self.twin.update(self.turns)
 
     # -- approval ------------------------------------------------------------------
@@ -367,14 +557,21 @@ class ChatWidget(anywidget.AnyWidget):
             return True, "user (always allowed in this chat)"
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._pending[call.id] = (call, future)
-        self.approvals = [*self.approvals, _approval_state(call)]
+        self.approvals = [*self.approvals, approval_state(call)]
         self.status = f"Waiting for approval: {call.name}"
+        self._redraw_live()  # its card says "awaiting approval"
         try:
             approved = await future
         finally:
             self._remove_approval(call.id)
+            self._redraw_live()
         self.status = f"{'Approved' if approved else 'Denied'}: {call.name}"
         return approved, "user"
+
+    def _redraw_live(self) -> None:
+        """Draw the turn being generated again (its cards changed state)."""
+        if self.history and self._is_current(self.history[-1]):
+            self.live = self.history[-1].state()
 
     def _decide(self, call_id: str, approved: bool) -> None:
         entry = self._pending.get(call_id)
@@ -384,7 +581,7 @@ class ChatWidget(anywidget.AnyWidget):
         future = entry[1]
         # The run may wait on another thread's event loop (nbagent's): wake that loop, as
         # a result set from here would sit unseen until something else woke it.
-        future.get_loop().call_soon_threadsafe(_settle, future, approved)
+        future.get_loop().call_soon_threadsafe(settle, future, approved)
         self._remove_approval(call_id)
 
     def _remove_approval(self, call_id: str) -> None:
@@ -397,52 +594,3 @@ class ChatWidget(anywidget.AnyWidget):
                 future.cancel()
         self._pending.clear()
         self.approvals = []
-
-
-def _store_of(agent: Agent) -> Store:
-    if agent.store is None:
-        raise ConfigError("opening a stored conversation needs history (the agent has store=None)")
-    return agent.store
-
-
-def _latest_id(options: dict[str, Any]) -> str:
-    """The latest stored conversation's id, in the store ``options`` name."""
-    store = resolve_store(options.get("store", "default"), options.get("env"))
-    if store is None:
-        raise ConfigError("resume needs history: store=None or NBAGENT_HISTORY=off")
-    return store.resolve_id(None)
-
-
-def _settle(future: asyncio.Future[bool], approved: bool) -> None:
-    """Give a waiting approval its answer (on the future's own loop), once."""
-    if not future.done():
-        future.set_result(approved)
-
-
-def _approval_state(call: ToolCall) -> dict[str, str]:
-    """What the page shows for a waiting call.
-
-    A plain-text question, and for ``run_python`` the whole code, highlighted
-    (escaped HTML).
-    """
-    code = code_of(call)
-    if code is None:
-        question = f"Allow {call_signature(call, limit=APPROVAL_LIMIT)}?"
-        return {"id": call.id, "tool": call.name, "question": question, "code_html": ""}
-    question = f"Allow {call.name} to run this code?"
-    return {"id": call.id, "tool": call.name, "question": question, "code_html": code_html(code)}
-
-
-def _interpolate(text: str) -> Interpolated | str:
-    """``{name}`` fields from the kernel's namespace (an error message if one is undefined)."""
-    from IPython.core.getipython import get_ipython
-
-    shell = get_ipython()
-    if shell is None or "{" not in text:
-        return Interpolated(text)
-    try:
-        return interpolate_prompt(
-            text, shell.user_ns, last_error=lambda: last_error_text(current_view(shell))
-        )
-    except PromptError as exc:
-        return str(exc)

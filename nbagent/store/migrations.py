@@ -185,12 +185,57 @@ def _m005_batch_jobs(db: sqlite3.Connection) -> None:
     )
 
 
+def _m006_message_parents(db: sqlite3.Connection) -> None:
+    """Branches: each message has a parent, so a conversation's edits form a tree.
+
+    A branch (an edited message, a regenerated answer) is saved as a conversation
+    of its own, whole, whose ``branch_of`` names the conversation that wrote the
+    message it replaces and ``branch_at`` that message's position; its first new
+    message gets the replaced message's parent, so the two are siblings.
+    ``root_id`` names the first conversation of the tree and ``shown_at`` when a
+    chat last showed this branch. A trigger fills ``parent_id`` as rows are
+    written, so writers need not know about branches; older files get their chats
+    as straight lines. Depends on no other migration but the first.
+    """
+    _execute_script(
+        db,
+        """
+        ALTER TABLE messages ADD COLUMN parent_id INTEGER
+            REFERENCES messages(id) ON DELETE SET NULL;
+        ALTER TABLE conversations ADD COLUMN branch_of TEXT;
+        ALTER TABLE conversations ADD COLUMN branch_at INTEGER;
+        ALTER TABLE conversations ADD COLUMN root_id TEXT;
+        ALTER TABLE conversations ADD COLUMN shown_at REAL;
+        UPDATE messages SET parent_id = (
+            SELECT p.id FROM messages p
+            WHERE p.conversation_id = messages.conversation_id
+              AND p.position = messages.position - 1
+        );
+        CREATE INDEX messages_by_parent ON messages(parent_id);
+        CREATE INDEX conversations_by_root ON conversations(root_id) WHERE root_id IS NOT NULL;
+        CREATE TRIGGER messages_parent AFTER INSERT ON messages
+        WHEN NEW.parent_id IS NULL AND NEW.position > 0
+        BEGIN
+            UPDATE messages SET parent_id = coalesce(
+                (SELECT p.parent_id FROM conversations c JOIN messages p
+                   ON p.conversation_id = c.branch_of AND p.position = NEW.position
+                 WHERE c.id = NEW.conversation_id AND c.branch_at = NEW.position),
+                (SELECT p.id FROM messages p
+                 WHERE p.conversation_id = NEW.conversation_id
+                   AND p.position = NEW.position - 1)
+            ) WHERE id = NEW.id;
+        END;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_initial,
     _m002_previews,
     _m003_images,
     _m004_batch_journal,
     _m005_batch_jobs,
+    _m006_message_parents,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

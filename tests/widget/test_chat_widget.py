@@ -15,6 +15,7 @@ import pytest
 
 from nbagent import Agent, tool
 from nbagent.chat import ChatWidget
+from nbagent.chat.cards import cards_html
 from nbagent.render import render_result_html
 from nbagent.testing import ScriptedModel, call, reply
 
@@ -69,13 +70,15 @@ async def test_submit_shows_round_panels_and_answer() -> None:
     assert chat.status == "Ready"
     assert not chat.busy and chat.live == {}
     assert chat.last_result is result
-    # The whole turn: the user's message, then exactly the static rendering of the run.
+    # The whole turn: the user's message, the tool cards, then exactly the static
+    # rendering of the run.
     assert chat.turns[0]["prompt"] == "Weather in Paris?"
     assert chat.turns[0]["html"] == (
         '<div class="nbagent-turn"><div class="nbagent-user">'
         '<div class="nbagent-user-label">You</div>Weather in Paris?</div>'
-        f"{render_result_html(result)}</div>"
+        f"{cards_html(result.rounds)}{render_result_html(result)}</div>"
     )
+    assert 'data-state="done"' in cards_html(result.rounds)
     assert [m.role for m in agent.conversation.messages] == ["user", "assistant"]
     assert model.requests[0].prompt == "Weather in Paris?"
 
