@@ -109,8 +109,13 @@ class LocalExecutor:
                 for task in done:
                     yield task.result()
         finally:
-            for task in running:
-                task.cancel()
-            for task in running:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_rows(running)
+
+
+async def cancel_rows(running: set[asyncio.Future[RowOutcome]]) -> None:
+    """Cancel the rows still running and wait until each has wrapped up (history valid)."""
+    for task in running:
+        task.cancel()
+    for task in running:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task

@@ -10,10 +10,9 @@ A row's cost is its requests' price at the batch rate.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Iterator
 
-from ..executor import Gate, RowJob, RowOutcome, RowRunner
+from ..executor import Gate, RowJob, RowOutcome, RowRunner, cancel_rows
 from .jobs import BatchRounds
 from .provider import CURRENT_ROW, RowSlot
 
@@ -42,11 +41,7 @@ class ProviderBatchExecutor:
                 for task in done:
                     yield task.result()
         finally:
-            for task in running:
-                task.cancel()
-            for task in running:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_rows(running)
             self.rounds.close()
 
     async def _row(self, job: RowJob, run_row: RowRunner) -> RowOutcome:
