@@ -69,6 +69,21 @@ class JobStatus:
         return self.state in ENDED
 
 
+def counted_status(job: dict[str, Any], state: str, states: Mapping[str, JobState]) -> JobStatus:
+    """A job object with ``id`` and ``request_counts`` and its state in field ``state``.
+
+    The shape OpenAI's and Anthropic's batch objects share; a state not in ``states``
+    reads as still in progress.
+    """
+    counts = job.get("request_counts") or {}
+    return JobStatus(
+        str(job.get("id", "")),
+        states.get(str(job.get(state)), "in_progress"),
+        {k: int(v) for k, v in counts.items() if isinstance(v, int)},
+        job,
+    )
+
+
 @dataclass(frozen=True)
 class RequestResult:
     """One request's result: the response body the live API would have sent, or why not."""
