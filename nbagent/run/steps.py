@@ -75,6 +75,8 @@ BYTES_PER_TOKEN = 3
 """The high-side estimate of output tokens: UTF-8 bytes / 3 (as ``run.budget`` does for input)."""
 
 ESTIMATED_NOTE = "tokens estimated: the server reported no usage"
+CUT_STREAM_NOTE = "tokens estimated: the stream stopped before the server reported usage"
+
 
 _REFUSED_TOOLS: weakref.WeakSet[Any] = weakref.WeakSet()
 """Providers whose model refused tools: their later runs send none (a new model or
@@ -86,6 +88,28 @@ Listener = Callable[[Event], None]
 OnProviderEvent = Callable[[ProviderEvent], None]
 """Sees each provider event of a request as it arrives (text chunks, calls, usage)."""
 Verdict = Literal["complete", "retry", "output_invalid"]
+
+
+class StreamedBytes:
+    """Passes provider events on, counting the UTF-8 bytes of streamed text and calls.
+
+    What a request had produced when its stream was cut (a usage estimate's output).
+    """
+
+    __slots__ = ("count", "on_event")
+
+    def __init__(self, on_event: OnProviderEvent | None) -> None:
+        self.on_event = on_event
+        self.count = 0
+
+    def __call__(self, event: ProviderEvent) -> None:
+        if isinstance(event, TextChunk):
+            self.count += len(event.text.encode("utf-8"))
+        elif isinstance(event, ToolCallReady):
+            self.count += len((event.call.raw_arguments or "").encode("utf-8"))
+            self.count += len(event.call.name)
+        if self.on_event is not None:
+            self.on_event(event)
 
 
 @dataclass
@@ -274,6 +298,8 @@ class Steps:
         """The model refused tools (in this run or an earlier one of the same provider
         object, that is the agent's next run): requests go without them."""
         self.notes: list[str] = []
+        self._in_flight: tuple[ModelRequest, StreamedBytes] | None = None
+        """The request being streamed, and what it has streamed so far."""
         if self.tools_refused and self.specs:
             self.notes.append(TOOLS_REFUSED_NOTE)
         self.output_cap: int | None = None
@@ -362,17 +388,20 @@ class Steps:
         """
         if self._output_retry is not None:  # the rejected answer is lent to this request
             self.message.content = self._output_retry[0]
+        streamed = StreamedBytes(on_event)
+        self._in_flight = (request, streamed)  # finish() counts it if the stream is cut
         try:
             reply = await send_request(
                 self.provider,
                 request,
-                on_event,
+                streamed,
                 seen_ids=self._seen_ids,
                 max_output=self.output_cap,
             )
         finally:
             if self._output_retry is not None:
                 self.message.content = ""
+        self._in_flight = None
         if reply.truncated or not reply.usage.total_tokens:
             self._estimate_usage(request, reply)
         if reply.usage.total_tokens:  # dollars from genai-prices
@@ -491,6 +520,7 @@ class Steps:
         """
         if self.result is not None:
             return self.result
+        self._estimate_cut_stream()
         if reply is not None:
             self.message.content = reply.text
             self.message.provider_data = reply.provider_data
@@ -572,9 +602,30 @@ class Steps:
         if reply.truncated and self.output_cap is not None:
             output = min(max(output, reported.output_tokens), self.output_cap)
         input_tokens = reported.input_tokens or self.planner.meter.estimate(request)
-        reply.usage = Usage(input_tokens, output)
+        reply.usage = Usage(input_tokens, output, estimated=True)
         if ESTIMATED_NOTE not in self.notes:
             self.notes.append(ESTIMATED_NOTE)
+
+    def _estimate_cut_stream(self) -> None:
+        """Count a request whose stream ended early (Stop, Ctrl-C, timeout) as an estimate.
+
+        Its usage report, sent last, never came. Once text or a call has streamed the
+        server has read the whole request and written that much: input is estimated
+        from the request, output from the bytes that arrived. Nothing streamed, nothing
+        is counted (the request may never have reached the model).
+        """
+        if self._in_flight is None:
+            return
+        request, streamed = self._in_flight
+        self._in_flight = None
+        if not streamed.count:
+            return
+        output = math.ceil(streamed.count / BYTES_PER_TOKEN)
+        usage = Usage(self.planner.meter.estimate(request), output, estimated=True)
+        self.usage = self.usage + usage
+        self.message.usage = self.usage
+        if CUT_STREAM_NOTE not in self.notes:
+            self.notes.append(CUT_STREAM_NOTE)
 
     def gathered_summary(self) -> str:
         """The forced final answer when the model gave no text: what the tools returned."""

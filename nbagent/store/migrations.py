@@ -145,11 +145,22 @@ def _m004_batch_journal(db: sqlite3.Connection) -> None:
     )
 
 
+def _m005_usage_estimated(db: sqlite3.Connection) -> None:
+    """Whether token counts were estimated by nbagent (1) or reported (0), per message and round.
+
+    A server that reports no usage, or a run stopped mid-stream before the report
+    came, leaves counts that nbagent estimated; reopened history says so.
+    """
+    db.execute("ALTER TABLE messages ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE rounds ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_initial,
     _m002_previews,
     _m003_images,
     _m004_batch_journal,
+    _m005_usage_estimated,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
