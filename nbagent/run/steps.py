@@ -55,6 +55,7 @@ from .planner import RequestPlanner
 from .settings import RunInputs, RunSettings
 from .status import TOOLS_REFUSED_NOTE
 from .stops import STOPS, StopReason, stop_reason_words
+from .streamed import BYTES_PER_TOKEN, CUT_STREAM_NOTE, StreamedBytes
 
 if TYPE_CHECKING:
     from .output import OutputSpec
@@ -71,11 +72,7 @@ logger = logging.getLogger("nbagent")
 
 NO_INPUTS = RunInputs()
 
-BYTES_PER_TOKEN = 3
-"""The high-side estimate of output tokens: UTF-8 bytes / 3 (as ``run.budget`` does for input)."""
-
 ESTIMATED_NOTE = "tokens estimated: the server reported no usage"
-CUT_STREAM_NOTE = "tokens estimated: the stream stopped before the server reported usage"
 
 
 _REFUSED_TOOLS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -88,28 +85,6 @@ Listener = Callable[[Event], None]
 OnProviderEvent = Callable[[ProviderEvent], None]
 """Sees each provider event of a request as it arrives (text chunks, calls, usage)."""
 Verdict = Literal["complete", "retry", "output_invalid"]
-
-
-class StreamedBytes:
-    """Passes provider events on, counting the UTF-8 bytes of streamed text and calls.
-
-    What a request had produced when its stream was cut (a usage estimate's output).
-    """
-
-    __slots__ = ("count", "on_event")
-
-    def __init__(self, on_event: OnProviderEvent | None) -> None:
-        self.on_event = on_event
-        self.count = 0
-
-    def __call__(self, event: ProviderEvent) -> None:
-        if isinstance(event, TextChunk):
-            self.count += len(event.text.encode("utf-8"))
-        elif isinstance(event, ToolCallReady):
-            self.count += len((event.call.raw_arguments or "").encode("utf-8"))
-            self.count += len(event.call.name)
-        if self.on_event is not None:
-            self.on_event(event)
 
 
 @dataclass
@@ -298,8 +273,7 @@ class Steps:
         """The model refused tools (in this run or an earlier one of the same provider
         object, that is the agent's next run): requests go without them."""
         self.notes: list[str] = []
-        self._in_flight: tuple[ModelRequest, StreamedBytes] | None = None
-        """The request being streamed, and what it has streamed so far."""
+        self._in_flight: StreamedBytes | None = None  # the request being streamed
         if self.tools_refused and self.specs:
             self.notes.append(TOOLS_REFUSED_NOTE)
         self.output_cap: int | None = None
@@ -388,8 +362,7 @@ class Steps:
         """
         if self._output_retry is not None:  # the rejected answer is lent to this request
             self.message.content = self._output_retry[0]
-        streamed = StreamedBytes(on_event)
-        self._in_flight = (request, streamed)  # finish() counts it if the stream is cut
+        self._in_flight = streamed = StreamedBytes(request, on_event)  # finish() counts a cut
         try:
             reply = await send_request(
                 self.provider,
@@ -607,25 +580,11 @@ class Steps:
             self.notes.append(ESTIMATED_NOTE)
 
     def _estimate_cut_stream(self) -> None:
-        """Count a request whose stream ended early (Stop, Ctrl-C, timeout) as an estimate.
-
-        Its usage report, sent last, never came. Once text or a call has streamed the
-        server has read the whole request and written that much: input is estimated
-        from the request, output from the bytes that arrived. Nothing streamed, nothing
-        is counted (the request may never have reached the model).
-        """
-        if self._in_flight is None:
-            return
-        request, streamed = self._in_flight
-        self._in_flight = None
-        if not streamed.count:
-            return
-        output = math.ceil(streamed.count / BYTES_PER_TOKEN)
-        usage = Usage(self.planner.meter.estimate(request), output, estimated=True)
-        self.usage = self.usage + usage
-        self.message.usage = self.usage
-        if CUT_STREAM_NOTE not in self.notes:
-            self.notes.append(CUT_STREAM_NOTE)
+        """Count a request cut mid-stream (Stop, Ctrl-C, timeout): see ``run.streamed``."""
+        cut, self._in_flight = self._in_flight, None
+        if cut is not None and cut.count:
+            self.usage = self.message.usage = self.usage + cut.estimate(self.planner.meter)
+            self.notes += [] if CUT_STREAM_NOTE in self.notes else [CUT_STREAM_NOTE]
 
     def gathered_summary(self) -> str:
         """The forced final answer when the model gave no text: what the tools returned."""
