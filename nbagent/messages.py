@@ -44,6 +44,10 @@ class Usage:
     cost: float | None = field(default=None, compare=False)
     """Best-effort USD price (``nbagent.cost``, from genai-prices); None when unknown.
     Equality compares the token counts only (the detail counts and the price follow them)."""
+    estimated: bool = field(default=False, compare=False)
+    """True when nbagent estimated some of these counts (the server reported none, or
+    the run was cancelled mid-stream before its report came): the footer and the
+    history say so."""
 
     def __repr__(self) -> str:
         parts = [f"input_tokens={self.input_tokens}", f"output_tokens={self.output_tokens}"]
@@ -52,6 +56,8 @@ class Usage:
                 parts.append(f"{key}={getattr(self, key)}")
         if self.cost is not None:
             parts.append(f"cost={self.cost:.6g}")
+        if self.estimated:
+            parts.append("estimated=True")
         return f"Usage({', '.join(parts)})"
 
     @property
@@ -67,6 +73,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
             _add_costs(self, other),
+            self.estimated or other.estimated,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,6 +87,8 @@ class Usage:
                 data[key] = getattr(self, key)
         if self.cost is not None:
             data["cost"] = self.cost
+        if self.estimated:
+            data["estimated"] = True
         return data
 
     @classmethod
@@ -94,6 +103,7 @@ class Usage:
             int(data.get("cache_write_tokens", 0)),
             int(data.get("reasoning_tokens", 0)),
             None if cost is None else float(cost),
+            bool(data.get("estimated", False)),
         )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..messages import ToolResult, ToolRound
+from ..messages import ToolResult, ToolRound, Usage
 from ..results import stop_reason_words
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def footer_text(result: RunResult) -> str:
     parts = [
         model,
         f"{rounds} round" + ("" if rounds == 1 else "s"),
-        f"{usage.total_tokens:,} tokens ({usage.input_tokens:,} in, {usage.output_tokens:,} out)",
+        tokens_text(usage),
         duration_text(result.elapsed_s),
     ]
     if usage.cost is not None:  # best effort from genai-prices; unknown prices show nothing
@@ -90,6 +90,14 @@ def footer_text(result: RunResult) -> str:
         parts.append(f"stopped: {stop_reason_words(result.stop_reason)}")
     parts += result.notes
     return " · ".join(parts)
+
+
+def tokens_text(usage: Usage) -> str:
+    """``150 tokens (120 in, 30 out)``, or ``~150 tokens (~120 in, ~30 out, estimated)``."""
+    mark = "~" if usage.estimated else ""
+    total, tokens_in, tokens_out = usage.total_tokens, usage.input_tokens, usage.output_tokens
+    text = f"{mark}{total:,} tokens ({mark}{tokens_in:,} in, {mark}{tokens_out:,} out"
+    return text + (", estimated)" if usage.estimated else ")")
 
 
 def typed_text(result: RunResult) -> str | None:

@@ -55,6 +55,7 @@ from .planner import RequestPlanner
 from .settings import RunInputs, RunSettings
 from .status import TOOLS_REFUSED_NOTE
 from .stops import STOPS, StopReason, stop_reason_words
+from .streamed import BYTES_PER_TOKEN, CUT_STREAM_NOTE, StreamedBytes
 
 if TYPE_CHECKING:
     from .output import OutputSpec
@@ -71,10 +72,8 @@ logger = logging.getLogger("nbagent")
 
 NO_INPUTS = RunInputs()
 
-BYTES_PER_TOKEN = 3
-"""The high-side estimate of output tokens: UTF-8 bytes / 3 (as ``run.budget`` does for input)."""
-
 ESTIMATED_NOTE = "tokens estimated: the server reported no usage"
+
 
 _REFUSED_TOOLS: weakref.WeakSet[Any] = weakref.WeakSet()
 """Providers whose model refused tools: their later runs send none (a new model or
@@ -274,6 +273,7 @@ class Steps:
         """The model refused tools (in this run or an earlier one of the same provider
         object, that is the agent's next run): requests go without them."""
         self.notes: list[str] = []
+        self._in_flight: StreamedBytes | None = None  # the request being streamed
         if self.tools_refused and self.specs:
             self.notes.append(TOOLS_REFUSED_NOTE)
         self.output_cap: int | None = None
@@ -362,17 +362,19 @@ class Steps:
         """
         if self._output_retry is not None:  # the rejected answer is lent to this request
             self.message.content = self._output_retry[0]
+        self._in_flight = streamed = StreamedBytes(request, on_event)  # finish() counts a cut
         try:
             reply = await send_request(
                 self.provider,
                 request,
-                on_event,
+                streamed,
                 seen_ids=self._seen_ids,
                 max_output=self.output_cap,
             )
         finally:
             if self._output_retry is not None:
                 self.message.content = ""
+        self._in_flight = None
         if reply.truncated or not reply.usage.total_tokens:
             self._estimate_usage(request, reply)
         if reply.usage.total_tokens:  # dollars from genai-prices
@@ -491,6 +493,7 @@ class Steps:
         """
         if self.result is not None:
             return self.result
+        self._estimate_cut_stream()
         if reply is not None:
             self.message.content = reply.text
             self.message.provider_data = reply.provider_data
@@ -572,9 +575,16 @@ class Steps:
         if reply.truncated and self.output_cap is not None:
             output = min(max(output, reported.output_tokens), self.output_cap)
         input_tokens = reported.input_tokens or self.planner.meter.estimate(request)
-        reply.usage = Usage(input_tokens, output)
+        reply.usage = Usage(input_tokens, output, estimated=True)
         if ESTIMATED_NOTE not in self.notes:
             self.notes.append(ESTIMATED_NOTE)
+
+    def _estimate_cut_stream(self) -> None:
+        """Count a request cut mid-stream (Stop, Ctrl-C, timeout): see ``run.streamed``."""
+        cut, self._in_flight = self._in_flight, None
+        if cut is not None and cut.count:
+            self.usage = self.message.usage = self.usage + cut.estimate(self.planner.meter)
+            self.notes += [] if CUT_STREAM_NOTE in self.notes else [CUT_STREAM_NOTE]
 
     def gathered_summary(self) -> str:
         """The forced final answer when the model gave no text: what the tools returned."""

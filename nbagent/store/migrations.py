@@ -229,6 +229,16 @@ def _m006_message_parents(db: sqlite3.Connection) -> None:
     )
 
 
+def _m007_usage_estimated(db: sqlite3.Connection) -> None:
+    """Whether token counts were estimated by nbagent (1) or reported (0), per message and round.
+
+    A server that reports no usage, or a run stopped mid-stream before the report
+    came, leaves counts that nbagent estimated; reopened history says so.
+    """
+    db.execute("ALTER TABLE messages ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE rounds ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_initial,
     _m002_previews,
@@ -236,6 +246,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m004_batch_journal,
     _m005_batch_jobs,
     _m006_message_parents,
+    _m007_usage_estimated,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -140,7 +140,8 @@ def update_answer(
     db.execute(
         """
         UPDATE messages SET content = ?, stop_reason = ?, model = ?, input_tokens = ?,
-          output_tokens = ?, provider_data = ?, duration_s = ?, finished_at = ?
+          output_tokens = ?, usage_estimated = ?, provider_data = ?, duration_s = ?,
+          finished_at = ?
         WHERE id = ?
         """,
         (
@@ -149,6 +150,7 @@ def update_answer(
             result.model,
             usage.input_tokens,
             usage.output_tokens,
+            int(usage.estimated),
             scrub.json(message.provider_data),
             result.elapsed_s,
             now,
@@ -180,8 +182,8 @@ def insert_message(
     cursor = db.execute(
         """
         INSERT INTO messages (conversation_id, position, role, content, model, stop_reason,
-          input_tokens, output_tokens, provider_data, created_at, finished_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          input_tokens, output_tokens, usage_estimated, provider_data, created_at, finished_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         (
             conversation_id,
@@ -192,6 +194,7 @@ def insert_message(
             message.stop_reason if finished else None,
             usage.input_tokens if usage and finished else None,
             usage.output_tokens if usage and finished else None,
+            int(bool(usage and finished and usage.estimated)),
             scrub.json(message.provider_data) if finished else None,
             now,
             now if finished else None,
@@ -218,8 +221,8 @@ def insert_round(
     cursor = db.execute(
         """
         INSERT INTO rounds (message_id, position, assistant_text, input_tokens, output_tokens,
-          duration_s, provider_data, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+          usage_estimated, duration_s, provider_data, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         (
             message_row,
@@ -227,6 +230,7 @@ def insert_round(
             scrub_optional(scrub.text, tool_round.assistant_text),
             tool_round.usage.input_tokens,
             tool_round.usage.output_tokens,
+            int(tool_round.usage.estimated),
             tool_round.duration_s,
             scrub.json(tool_round.provider_data),
             now,
@@ -299,18 +303,18 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
     for row in db.execute(
         """
         SELECT id, role, content, model, stop_reason, input_tokens, output_tokens,
-          provider_data, finished_at
+          usage_estimated, provider_data, finished_at
         FROM messages WHERE conversation_id = ? ORDER BY position
         """,
         (conversation_id,),
     ):
-        row_id, role, content, model, stop_reason, tokens_in, tokens_out, data, done = row
+        row_id, role, content, model, stop_reason, tokens_in, tokens_out, guessed, data, done = row
         message = Message(role=role, content=content, model=model, stop_reason=stop_reason)
         message.images, notes = images.of_message(row_id)
         if notes:
             message.content = "\n".join([message.content, *notes])
         if tokens_in is not None:
-            message.usage = Usage(tokens_in, tokens_out or 0)
+            message.usage = Usage(tokens_in, tokens_out or 0, estimated=bool(guessed))
         message.provider_data = _json_or_none(data)
         if role == "assistant":
             message.rounds = []
@@ -322,16 +326,15 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
     for row in db.execute(
         """
         SELECT r.id, r.message_id, r.assistant_text, r.input_tokens, r.output_tokens,
-          r.duration_s, r.provider_data
+          r.usage_estimated, r.duration_s, r.provider_data
         FROM rounds r JOIN messages m ON r.message_id = m.id
         WHERE m.conversation_id = ? ORDER BY m.position, r.position
         """,
         (conversation_id,),
     ):
-        row_id, message_row, text, tokens_in, tokens_out, duration, data = row
-        tool_round = ToolRound(
-            text, [], [], Usage(tokens_in, tokens_out), duration, _json_or_none(data)
-        )
+        row_id, message_row, text, tokens_in, tokens_out, guessed, duration, data = row
+        usage = Usage(tokens_in, tokens_out, estimated=bool(guessed))
+        tool_round = ToolRound(text, [], [], usage, duration, _json_or_none(data))
         rounds[row_id] = tool_round
         owner = messages[message_row]
         owner.rounds = (owner.rounds or []) + [tool_round]
