@@ -252,7 +252,11 @@ class LocalProvider:
     def _generate(
         self, loaded: LoadedModel, request: ModelRequest, stop: threading.Event, put: Any
     ) -> None:
-        """Decide (tool or answer), then write the call's arguments or stream the answer."""
+        """One reply: in the GGUF template's own form (``template_calls.py``), or constrained.
+
+        The constrained route decides (tool or answer), then writes the call's arguments
+        under a grammar or streams the answer.
+        """
         started = time.perf_counter()
         max_tokens = request.max_output_tokens or DEFAULT_MAX_TOKENS
         temperature = 0.0 if request.temperature is None else request.temperature
