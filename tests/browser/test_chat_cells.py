@@ -18,7 +18,7 @@ from tests.browser.chat_page import Chat, chat_page, saved_cells, write_notebook
 CODE = 'total = sum(range(5))\nprint(f"total: {total}")'
 PROPOSED = "proposed = [n * n for n in range(3)]"
 
-SETUP = r'''
+SETUP = r"""
 from nbagent import Agent, ChatWidget
 from nbagent.testing import ScriptedModel, call, reply
 
@@ -33,7 +33,7 @@ def script(request):
 
 chat = ChatWidget(Agent(ScriptedModel(script), kernel=True, store=None))
 chat
-'''
+"""
 
 
 @pytest.fixture(scope="module")
