@@ -9,8 +9,8 @@ a run still streaming.
 The front end (``chat.js``) owns the keys: Enter sends, Shift+Enter adds a
 newline, Up in an empty box brings back the last message, Esc stops. Every key
 and button sends one message (``{"kind": "submit", "text": ...}``) that calls the
-public method of the same name here; tests and scripts drive the widget through
-those methods.
+public method of the same name here (:mod:`.dispatch`); tests and scripts drive
+the widget through those methods.
 
 Generation runs as an ``asyncio`` task on the kernel's own event loop, driven by
 the same live-run driver as ``%%agent`` (:class:`nbagent.live.LiveRun`): the
@@ -73,7 +73,9 @@ class ChatWidget(anywidget.AnyWidget):
     Tools with ``requires_approval=True`` get Approve/Deny buttons while their
     call waits; :meth:`approve`, :meth:`allow_for_run` and :meth:`deny` do the
     same from Python. :meth:`edit`, :meth:`regenerate` and :meth:`switch_branch`
-    are the Edit, Regenerate and "‹ 2/3 ›" buttons.
+    are the Edit, Regenerate and "‹ 2/3 ›" buttons; :meth:`insert_cell` is a code
+    block's "Insert as cell" (the model's ``propose_cell`` goes the same way), and
+    :meth:`attach_figure` a figure picked among the ``@`` suggestions.
     """
 
     _esm = _HERE / "chat.js"
@@ -98,7 +100,7 @@ class ChatWidget(anywidget.AnyWidget):
     suggestions = traitlets.List(traitlets.Dict()).tag(sync=True)
     """``@name`` completions for the box: ``{"name", "kind", "detail"}`` each (:meth:`complete`)."""
     attachments = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """Images pasted or dropped for the next message: ``{"label"}`` each."""
+    """Images for the next message (pasted, dropped, figures): ``{"label", "thumb"}`` each."""
     model_name = traitlets.Unicode("").tag(sync=True)
     """The agent's model, as the model picker shows it (:meth:`use_model` changes it)."""
     limits = traitlets.Dict().tag(sync=True)
