@@ -8,18 +8,53 @@ in the status line instead of raising in the kernel's comm handler.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import asyncio
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError
+from ..messages import ToolCall
 from .controls import limits_of
 
 if TYPE_CHECKING:
-    from .widget import ChatWidget
+    from ..agent import Agent
 
 _DECISIONS = ("approve", "allow_for_run", "always_allow", "deny")
 
 
-def handle(chat: ChatWidget, content: Any, buffers: Any) -> None:
+class ChatMethods(Protocol):
+    """The methods of :class:`~nbagent.chat.ChatWidget` the page's messages call."""
+
+    agent: Agent
+    status: str
+    busy: bool
+    model_name: str
+    limits: dict[str, Any]
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]: ...  # noqa: D102
+
+    def send(self, content: dict[str, Any]) -> None: ...  # noqa: D102
+    def submit(self, text: str) -> asyncio.Task[Any] | None: ...  # noqa: D102
+    def edit(self, turn: int, text: str) -> asyncio.Task[Any] | None: ...  # noqa: D102
+    def regenerate(self) -> asyncio.Task[Any] | None: ...  # noqa: D102
+    def switch_branch(self, turn: int, step: int = 1) -> None: ...  # noqa: D102
+    def use_model(self, model: str) -> None: ...  # noqa: D102
+    def set_limits(self, **changes: Any) -> None: ...  # noqa: D102
+    def stop(self) -> None: ...  # noqa: D102
+    def new_chat(self) -> None: ...  # noqa: D102
+    def open_conversation(self, conversation_id: str) -> None: ...  # noqa: D102
+    def refresh_recent(self) -> None: ...  # noqa: D102
+    def attach_image(self, data: bytes) -> None: ...  # noqa: D102
+    def attach_figure(self, name: str) -> None: ...  # noqa: D102
+    def remove_attachment(self, index: int) -> None: ...  # noqa: D102
+    def put_in_variable(self, call_id: str, name: str) -> None: ...  # noqa: D102
+    def insert_cell(self, code: str) -> str: ...  # noqa: D102
+    def complete(self, prefix: str) -> list[dict[str, str]]: ...  # noqa: D102
+    def explain_last_error(self) -> asyncio.Task[Any] | None: ...  # noqa: D102
+    def revoke(self, tool_name: str) -> None: ...  # noqa: D102
+
+
+def handle(chat: ChatMethods, content: Any, buffers: Any) -> None:
     """Run the method a key or button in the page asked for."""
     if not isinstance(content, dict):
         return
@@ -45,7 +80,7 @@ def handle(chat: ChatWidget, content: Any, buffers: Any) -> None:
         _simple(chat, kind, content, buffers)
 
 
-def _simple(chat: ChatWidget, kind: Any, content: dict[str, Any], buffers: Any) -> None:
+def _simple(chat: ChatMethods, kind: Any, content: dict[str, Any], buffers: Any) -> None:
     """The messages that call one method, a refusal shown in the status line."""
     try:
         if kind == "stop":
@@ -77,7 +112,7 @@ def _simple(chat: ChatWidget, kind: Any, content: dict[str, Any], buffers: Any) 
         chat.status = str(error)
 
 
-def submit_from_page(chat: ChatWidget, text: str) -> None:
+def submit_from_page(chat: ChatMethods, text: str) -> None:
     """Enter or Send: submit; when that cannot happen, give the text back to the box."""
     if chat.busy:
         chat.status = "Still answering: press Stop first"
@@ -87,7 +122,7 @@ def submit_from_page(chat: ChatWidget, text: str) -> None:
         chat.send({"kind": "restore", "text": text})
 
 
-def branch_from_page(chat: ChatWidget, content: dict[str, Any]) -> None:
+def branch_from_page(chat: ChatMethods, content: dict[str, Any]) -> None:
     """An edited message sent, or a turn's branch arrow clicked."""
     try:
         turn = int(content.get("turn", -1))
