@@ -941,7 +941,9 @@ click completes the name. A mentioned variable is sent the way a `{name}` field
 is (described, within size limits) and shown as a chip. The suggestions read only
 names and types: no code of yours runs. Paste or drop a PNG or JPEG into the box to
 send it with the next message, and **Explain last error** asks about the kernel's
-last exception (`{Err}`). Answers' code blocks have a Copy button.
+last exception (`{Err}`). Answers' code blocks have **Copy** and **Insert as cell**,
+which puts the code, unrun, in a new cell below the chat (in JupyterLab 4 and
+Notebook 7; elsewhere the status line says it cannot, and Copy still works).
 """),
     code(
         """
@@ -950,6 +952,27 @@ mentions = ChatWidget(Agent(ScriptedModel(echo), tools=[get_weather], store=None
 print(mentions.complete("sa"))
 print(mentions.complete("get"))
 print((await mentions.submit("Which region leads in @sales?")).output)
+""",
+        CHECK,
+    ),
+    md("""
+A matplotlib figure is suggested as a *figure*: picking it draws it (then, not while
+you type) and attaches it as a PNG, shown as a thumbnail chip and stored with the
+conversation. `attach_figure` is what picking it does.
+"""),
+    code(
+        """
+import matplotlib.pyplot as plt
+
+fig_regions, ax = plt.subplots(figsize=(4, 3), dpi=50)
+ax.bar(list(sales), list(sales.values()))
+plt.close(fig_regions)  # attached from the chat, not shown here
+print(mentions.complete("fig"))
+mentions.attach_figure("fig_regions")
+print(mentions.attachments[0]["label"])
+await mentions.submit("What does this chart show?")
+sent = [m for m in mentions.agent.conversation.messages if m.role == "user"][-1]
+print([image.describe() for image in sent.images])
 """,
         CHECK,
     ),

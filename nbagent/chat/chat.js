@@ -143,7 +143,9 @@ function render({ model, el }) {
   }
 
   function addCodeButtons(node) {
-    // Copy for each code block of an answer (the text as shown, never run).
+    // Copy and Insert as new cell for each code block of an answer. The cell gets the
+    // block's text exactly (textContent: the highlighting spans add none) and is not
+    // run; the kernel asks the notebook to add it (or says why it cannot).
     for (const pre of node.querySelectorAll(".nba-answer pre")) {
       const copy = button("Copy", "nbagent-code-copy", "Copy this code");
       copy.addEventListener("click", async () => {
@@ -154,7 +156,13 @@ function render({ model, el }) {
           copy.textContent = "Copy failed";
         }
       });
-      pre.before(copy);
+      const insert = button("Insert as cell", "nbagent-code-insert", "Insert this code in a new cell below (not run)");
+      insert.addEventListener("click", () => {
+        model.send({ kind: "insert_cell", code: pre.textContent.replace(/\n$/, "") });
+      });
+      const bar = element("div", "nbagent-code-actions");
+      bar.append(copy, insert);
+      pre.before(bar);
     }
   }
 
@@ -185,20 +193,26 @@ function render({ model, el }) {
         "aria-selected": String(i === mentionIndex),
         "data-name": item.name,
       });
-      option.textContent = `@${item.name}  ${item.detail}`;
+      option.textContent = `@${item.name}  ${item.detail}${item.kind === "figure" ? " (attach as image)" : ""}`;
       option.addEventListener("mousedown", (event) => {
         event.preventDefault();
-        chooseMention(item.name);
+        chooseMention(item);
       });
       mentionList.append(option);
     });
   }
 
-  function chooseMention(name) {
+  function chooseMention(item) {
     const mention = mentionAtCursor();
     if (!mention) return;
     const start = mention.end - mention.prefix.length;
-    area.setRangeText(`${name} `, start, mention.end, "end");
+    if (item.kind === "figure") {
+      // A figure goes as an image: the kernel draws it now and shows it as a chip.
+      area.setRangeText("", start - 1, mention.end, "end");
+      model.send({ kind: "attach_figure", name: item.name });
+    } else {
+      area.setRangeText(`${item.name} `, start, mention.end, "end");
+    }
     mentionList.hidden = true;
     area.focus();
   }
@@ -226,6 +240,10 @@ function render({ model, el }) {
     attached.replaceChildren();
     (model.get("attachments") || []).forEach((item, index) => {
       const chip = button(`${item.label} ×`, "nbagent-chat-attachment", "Remove this image");
+      if (item.thumb) {
+        const thumb = element("img", "nbagent-chat-thumb", { src: item.thumb, alt: "" });
+        chip.prepend(thumb);
+      }
       chip.addEventListener("click", () => model.send({ kind: "remove_attachment", index }));
       attached.append(chip);
     });
@@ -401,7 +419,7 @@ function render({ model, el }) {
       if ((event.key === "Tab" || event.key === "Enter") && items[mentionIndex]) {
         event.preventDefault();
         event.stopPropagation();
-        chooseMention(items[mentionIndex].name);
+        chooseMention(items[mentionIndex]);
         return;
       }
       if (event.key === "Escape") {

@@ -1,9 +1,9 @@
-"""What goes into a chat message besides its text: fields, mentions and pasted images.
+"""What goes into a chat message besides its text: fields, mentions and attached images.
 
 ``{name}`` fields and ``@name`` mentions are read from the kernel's namespace as
-``%%agent`` reads fields (:func:`interpolate`). Pasted or dropped images wait in
-:class:`Attachments` until the next message, which sends them as the prompt's image
-parts (stored with the conversation, as prompt images are).
+``%%agent`` reads fields (:func:`interpolate`). Pasted or dropped images, and figures
+attached by name, wait in :class:`Attachments` until the next message, which sends
+them as the prompt's image parts (stored with the conversation, as prompt images are).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ..kernel.errors import last_error_text
 from ..kernel.prompt import Interpolated, PromptError, interpolate_prompt
 from ..messages import Conversation
 from .cards import is_table
+from .figures import thumbnail
 from .mentions import expand_mentions
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
@@ -48,6 +49,7 @@ class Attachments:
 
     def __init__(self) -> None:
         self.images: list[Image] = []
+        self._shown: list[dict[str, str]] = []  # each image's chip: label and thumbnail
 
     def add(self, data: bytes) -> Image:
         """Add a PNG or JPEG image (downscaled as prompt images are).
@@ -57,28 +59,49 @@ class Attachments:
         """
         if len(data) > MAX_IMAGE_BYTES:
             raise ValueError(f"image not attached: {len(data):,} bytes is over {MAX_IMAGE_BYTES:,}")
-        if len(self.images) >= MAX_ATTACHMENTS:
-            raise ValueError(f"image not attached: a message carries {MAX_ATTACHMENTS} at most")
+        self._check_room()
         try:
             image = to_image(data)
         except (TypeError, ValueError) as error:
             raise ValueError(f"image not attached: {error}") from None
+        return self.add_image(image)
+
+    def add_image(self, image: Image, name: str = "") -> Image:
+        """Add an image made in the kernel (a figure); ``name`` is the variable it came from.
+
+        Raises:
+            ValueError: the message already carries :data:`MAX_ATTACHMENTS` images.
+        """
+        self._check_room()
+        label = f"{image.format} {image.width}×{image.height}"
         self.images.append(image)
+        self._shown.append(
+            {"label": f"{name} · {label}" if name else label, "thumb": thumbnail(image)}
+        )
         return image
+
+    def _check_room(self) -> None:
+        if len(self.images) >= MAX_ATTACHMENTS:
+            raise ValueError(f"image not attached: a message carries {MAX_ATTACHMENTS} at most")
 
     def remove(self, index: int) -> None:
         """Drop the image at ``index`` (its × in the page); an unknown index does nothing."""
         if 0 <= index < len(self.images):
             del self.images[index]
+            del self._shown[index]
 
     def take(self) -> list[Image]:
         """The images, leaving none (they go with the message being sent)."""
-        images, self.images = self.images, []
+        images, self.images, self._shown = self.images, [], []
         return images
 
     def state(self) -> list[dict[str, Any]]:
-        """What the page shows: ``{"label"}`` per image, e.g. ``PNG 640×480``."""
-        return [{"label": f"{i.format} {i.width}×{i.height}"} for i in self.images]
+        """What the page shows per image: ``{"label", "thumb"}``.
+
+        The label is e.g. ``PNG 640×480`` (``fig · PNG 640×480`` for a figure attached
+        by name); the thumbnail a small ``data:`` URL ("" when it cannot be made).
+        """
+        return [dict(shown) for shown in self._shown]
 
 
 def find_value(conversation: Conversation, call_id: str) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..kernel.namespace import KernelView
 from ..render import escape
+from .figures import is_figure
 
 MENTION = re.compile(r"(?<![\w@.])@([A-Za-z_]\w*)")
 """``@name`` not inside a word or an e-mail address."""
@@ -30,7 +31,8 @@ def suggestions(
 ) -> list[dict[str, str]]:
     """Variables, then tools, whose name starts with ``prefix`` (any case).
 
-    Each is ``{"name", "kind", "detail"}``: kind ``"variable"`` (detail: its type)
+    Each is ``{"name", "kind", "detail"}``: kind ``"variable"`` (detail: its type),
+    ``"figure"`` (a matplotlib Figure, which the page attaches as an image when picked)
     or ``"tool"``.
     """
     wanted = prefix.lower()
@@ -43,7 +45,8 @@ def suggestions(
             continue  # a tool's own name is offered once, as the tool
         if issubclass(type(value), _NOT_VALUES):  # not isinstance: it asks a proxy's __class__
             continue
-        found.append({"name": name, "kind": "variable", "detail": _type_name(value)})
+        kind = "figure" if is_figure(value) else "variable"
+        found.append({"name": name, "kind": kind, "detail": _type_name(value)})
     for name in sorted(tools):
         if len(found) >= limit:
             break

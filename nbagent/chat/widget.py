@@ -9,8 +9,8 @@ a run still streaming.
 The front end (``chat.js``) owns the keys: Enter sends, Shift+Enter adds a
 newline, Up in an empty box brings back the last message, Esc stops. Every key
 and button sends one message (``{"kind": "submit", "text": ...}``) that calls the
-public method of the same name here; tests and scripts drive the widget through
-those methods.
+public method of the same name here (:mod:`.dispatch`); tests and scripts drive
+the widget through those methods.
 
 Generation runs as an ``asyncio`` task on the kernel's own event loop, driven by
 the same live-run driver as ``%%agent`` (:class:`nbagent.live.LiveRun`): the
@@ -28,14 +28,17 @@ import anywidget
 import traitlets
 
 from ..agent import Agent
-from ..errors import ConfigError
 from ..kernel import current_view
+from ..kernel.propose import CELL_INSERTER
 from ..live import stop_text
 from ..messages import Conversation, ToolCall
 from ..results import RunResult
 from ..store.tree import mark_shown, shown_branch, start_branch
 from .branches import branch_from, points_of, position_of_turn, with_branches
+from .cells import cell_inserter
 from .controls import approval_state, limits_of, set_limits, settle, totals_of
+from .dispatch import handle
+from .figures import figure_image
 from .history import latest_id, store_of, turns_of
 from .inputs import Attachments, assign, find_value, interpolate
 from .mentions import suggestions
@@ -70,7 +73,9 @@ class ChatWidget(anywidget.AnyWidget):
     Tools with ``requires_approval=True`` get Approve/Deny buttons while their
     call waits; :meth:`approve`, :meth:`allow_for_run` and :meth:`deny` do the
     same from Python. :meth:`edit`, :meth:`regenerate` and :meth:`switch_branch`
-    are the Edit, Regenerate and "‹ 2/3 ›" buttons.
+    are the Edit, Regenerate and "‹ 2/3 ›" buttons; :meth:`insert_cell` is a code
+    block's "Insert as cell" (the model's ``propose_cell`` goes the same way), and
+    :meth:`attach_figure` a figure picked among the ``@`` suggestions.
     """
 
     _esm = _HERE / "chat.js"
@@ -95,7 +100,7 @@ class ChatWidget(anywidget.AnyWidget):
     suggestions = traitlets.List(traitlets.Dict()).tag(sync=True)
     """``@name`` completions for the box: ``{"name", "kind", "detail"}`` each (:meth:`complete`)."""
     attachments = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """Images pasted or dropped for the next message: ``{"label"}`` each."""
+    """Images for the next message (pasted, dropped, figures): ``{"label", "thumb"}`` each."""
     model_name = traitlets.Unicode("").tag(sync=True)
     """The agent's model, as the model picker shows it (:meth:`use_model` changes it)."""
     limits = traitlets.Dict().tag(sync=True)
@@ -142,7 +147,8 @@ class ChatWidget(anywidget.AnyWidget):
         self._attachments = Attachments()
         self.twin = StaticTwin()
         """The static HTML transcript shown next to the widget for viewers without a kernel."""
-        self.on_msg(self._on_front_end_message)
+        self._cells = cell_inserter()  # made now, so its front end is ready by the first click
+        self.on_msg(lambda _widget, content, buffers: handle(self, content, buffers))
         self._show_conversation(recent=conversation is not None)
 
     @classmethod
@@ -317,6 +323,35 @@ class ChatWidget(anywidget.AnyWidget):
         assign(name, value)
         self.status = f"{name} = the {type(value).__name__} from {call_id}"
 
+    def insert_cell(self, code: str) -> str:
+        """Put ``code`` in a new notebook cell below the chat, not run (Insert as cell).
+
+        Works where the front end runs notebook commands (JupyterLab 4, Notebook 7,
+        through ipylab); elsewhere nothing is inserted. The status line says which,
+        and so does the returned sentence.
+        """
+        said = self._cells.insert(code)
+        self.status = said
+        return said
+
+    def attach_figure(self, name: str) -> None:
+        """Send the matplotlib figure in variable ``name`` as a PNG with the next message.
+
+        What picking a figure among the ``@`` suggestions does. The figure is drawn
+        now, on the kernel's main thread, and shown as a thumbnail chip.
+
+        Raises:
+            ValueError: ``name`` is not defined or not a Figure, or too many images.
+        """
+        from IPython.core.getipython import get_ipython
+
+        shell = get_ipython()
+        if shell is None:
+            raise ValueError("figure not attached: no notebook kernel to read it from")
+        self._attachments.add_image(figure_image(shell.user_ns, name), name)
+        self.attachments = self._attachments.state()
+        self.status = f"Attached {name}"
+
     def explain_last_error(self) -> asyncio.Task[RunResult | None] | None:
         """Ask the model about the kernel's last error (the "Explain last error" button).
 
@@ -433,84 +468,11 @@ class ChatWidget(anywidget.AnyWidget):
         points = points_of(self.agent.store, conversation)
         return with_branches(turns_of(conversation), conversation, points)
 
-    # -- the front end's messages --------------------------------------------------
-
-    def _on_front_end_message(self, _widget: Any, content: Any, buffers: Any) -> None:
-        """Run the method a key or button in the page asked for."""
-        if not isinstance(content, dict):
-            return
-        kind = content.get("kind")
-        if kind == "submit":
-            self._submit_from_page(str(content.get("text", "")))
-        elif kind == "stop":
-            self.stop()
-        elif kind == "new_chat":
-            self.new_chat()
-        elif kind == "open":
-            self.open_conversation(str(content.get("id", "")))
-        elif kind == "refresh_recent":
-            self.refresh_recent()
-        elif kind in ("edit", "branch", "regenerate"):
-            self._branch_from_page(content)
-        elif kind == "attach_image":
-            try:
-                self.attach_image(buffers[0] if buffers else b"")
-            except ValueError as error:
-                self.status = str(error)
-        elif kind == "remove_attachment":
-            self.remove_attachment(int(content.get("index", -1)))
-        elif kind in ("model", "limits"):
-            try:
-                if kind == "model":
-                    self.use_model(str(content.get("model", "")))
-                else:
-                    self.set_limits(**dict(content.get("limits") or {}))
-            except (ConfigError, ValueError, TypeError) as error:
-                self.status = str(error)
-                self.model_name, self.limits = self.agent.model, limits_of(self.agent)
-        elif kind == "put_variable":
-            try:
-                self.put_in_variable(str(content.get("id", "")), str(content.get("name", "")))
-            except ValueError as error:
-                self.status = str(error)
-        elif kind == "complete":
-            self.complete(str(content.get("prefix", "")))
-        elif kind == "explain_error":
-            if not self.busy:
-                self.explain_last_error()
-        elif kind == "revoke":
-            self.revoke(str(content.get("tool", "")))
-        elif kind in ("approve", "allow_for_run", "always_allow", "deny"):
-            call_id = str(content.get("id", ""))
-            if call_id in self._pending:  # a second click on a decided call does nothing
-                getattr(self, kind)(call_id)
-
-    def _submit_from_page(self, text: str) -> None:
-        """Enter or Send: submit; when that cannot happen, give the text back to the box."""
-        if self.busy:
-            self.status = "Still answering: press Stop first"
-            self.send({"kind": "restore", "text": text})
-            return
-        if self.submit(text) is None and text.strip():
-            self.send({"kind": "restore", "text": text})
-
-    def _branch_from_page(self, content: dict[str, Any]) -> None:
-        """An edited message sent, or a turn's branch arrow clicked."""
-        try:
-            turn = int(content.get("turn", -1))
-            if content.get("kind") == "regenerate":
-                self.regenerate()
-            elif content.get("kind") == "branch":
-                self.switch_branch(turn, 1 if int(content.get("step", 1)) > 0 else -1)
-            elif self.edit(turn, str(content.get("text", ""))) is None:
-                self.send({"kind": "restore", "text": str(content.get("text", ""))})
-        except (RuntimeError, ValueError, IndexError) as error:
-            self.status = str(error)
-
     # -- generation ----------------------------------------------------------------
 
     async def _generate(self, turn: Turn) -> RunResult | None:
         """Run one turn through the live driver; a failed run is shown, not raised."""
+        CELL_INSERTER.set(self._cells.propose)  # propose_cell in this run: a cell below
         try:
             return await turn.run.run_async()
         except Exception:  # a provider error: the turn shows it, the widget stays usable

@@ -63,3 +63,31 @@ def chat_page(browser: Any, url: str, *, accept_dialogs: bool = True) -> Iterato
     Chat(page).textarea.wait_for(timeout=120_000)
     yield page
     context.close()
+
+
+def saved_cells(page: Any, path: Path, timeout: float = 30.0) -> list[tuple[str, list[Any], Any]]:
+    """Save the open notebook (Ctrl+S in command mode); ``(source, outputs, count)`` per cell.
+
+    Waits for the file to change on disk: the notebook as a user would reopen it.
+    """
+    import time
+
+    before = path.stat().st_mtime_ns
+    page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + timeout
+    notebook = None
+    while notebook is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path.name} was not saved within {timeout} s")
+        time.sleep(0.1)
+        if path.stat().st_mtime_ns != before:
+            try:
+                notebook = nbformat.read(path, as_version=4)
+            except ValueError:  # caught mid-write: read it again
+                notebook = None
+    return [
+        (cell.source, cell.get("outputs", []), cell.get("execution_count"))
+        for cell in notebook.cells
+    ]

@@ -1,8 +1,9 @@
-"""Context into the chat, in a real JupyterLab: an @variable mention and a pasted image.
+"""Context into the chat, in a real JupyterLab: an @variable mention, images and figures.
 
 Typing "@sa" lists the kernel's matching variables; Tab completes the name; the
 message shows it as a chip and the model receives the variable as a {name} field
-would send it. A PNG pasted into the box is sent with the next message.
+would send it. A PNG pasted into the box is sent with the next message, and so is
+a matplotlib figure picked by name ("@fig..."), drawn by the kernel when picked.
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ import pytest
 from tests.browser.chat_page import Chat, chat_page, write_notebook
 
 SETUP = r"""
+import matplotlib.pyplot as plt
 import pandas as pd
 from nbagent import Agent, ChatWidget, tool
 from nbagent.testing import ScriptedModel, call, reply
 
 sales_by_region = {"north": 10, "south": 20}
+fig_sales, ax = plt.subplots(figsize=(4, 3), dpi=50)
+ax.plot([10, 20, 15])
+plt.close(fig_sales)  # not shown in the cell: attached from the chat by name
 
 @tool(register=False)
 def region_table() -> pd.DataFrame:
@@ -32,7 +37,8 @@ def echo(request):
     user = [m for m in request.request.messages if m.role == "user"][-1]
     if "table" in user.content and not request.tool_results:
         return reply(calls=[call("region_table")])
-    return reply(f"got {user.content!r} with {len(user.images)} image(s)")
+    sizes = [(i.media_type, i.width, i.height) for i in user.images]
+    return reply(f"got {user.content!r} with {len(user.images)} image(s) {sizes}")
 
 chat = ChatWidget(Agent(ScriptedModel(echo), tools=[region_table], store=None))
 chat
@@ -116,3 +122,24 @@ def test_put_a_dataframe_in_a_variable_and_change_the_limits(page: Any) -> None:
     chat.root.locator(".nbagent-chat-suggestion", has_text="@regions").wait_for()
     assert "DataFrame" in chat.root.locator(".nbagent-chat-suggestion").first.inner_text()
     chat.textarea.fill("")
+
+
+def test_attach_a_figure_by_name(page: Any) -> None:
+    chat = Chat(page)
+    chat.textarea.click()
+    chat.textarea.press_sequentially("What trend is in @fig_s")
+    option = chat.root.locator(".nbagent-chat-suggestion", has_text="@fig_sales")
+    option.wait_for()
+    assert "Figure (attach as image)" in option.inner_text()
+    chat.textarea.press("Tab")
+    assert chat.textarea.input_value() == "What trend is in "
+    chip = chat.root.locator(".nbagent-chat-attachment", has_text="fig_sales · PNG 200×150")
+    chip.wait_for()
+    assert chip.locator("img.nbagent-chat-thumb").evaluate("(img) => img.naturalWidth") == 64
+    chat.textarea.press_sequentially("this figure?")
+    chat.textarea.press("Enter")
+    answer = chat.turns.nth(3).locator(".nba-answer")
+    answer.wait_for()
+    assert "with 1 image(s) [('image/png', 200, 150)]" in answer.inner_text()
+    assert "Attached: PNG 200×150" in chat.turns.nth(3).inner_text()
+    assert chat.root.locator(".nbagent-chat-attachment").count() == 0

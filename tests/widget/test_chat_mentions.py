@@ -120,7 +120,8 @@ async def test_a_pasted_image_goes_with_the_next_message_and_is_stored(tmp_path:
     model = ScriptedModel(lambda r: "A red square.")
     chat = ChatWidget(Agent(model, tools=[], store=tmp_path / "h.db"))
     chat._handle_custom_msg({"kind": "attach_image"}, [png(64, 48)])  # the page's paste
-    assert chat.attachments == [{"label": "PNG 64×48"}]
+    (chip,) = chat.attachments
+    assert chip["label"] == "PNG 64×48" and chip["thumb"].startswith("data:image/png;base64,")
     chat._handle_custom_msg({"kind": "attach_image"}, [b"GIF89a not a png"])
     assert chat.status.startswith("image not attached:") and len(chat.attachments) == 1
     await asyncio.wait_for(chat.submit("What is this?"), 10)

@@ -70,3 +70,18 @@ def test_static_twin_follows_the_chat(shared_kernel: Kernel) -> None:
     html = update["content"]["data"]["text/html"]
     assert "say &lt;hi&gt;" in html and "<strong>there</strong>" in html
     assert "<b>hello</b>" not in html and "&lt;b&gt;hello&lt;/b&gt;" in html
+
+
+def test_insert_as_cell_without_a_notebook_page_says_so(shared_kernel: Kernel) -> None:
+    # A kernel whose client is no JupyterLab or Notebook 7 page (here, a test client):
+    # ipylab's front end never answers, so nothing is inserted and the status says so.
+    reply, _messages = shared_kernel.execute(
+        "from nbagent import Agent, ChatWidget\nfrom nbagent.testing import ScriptedModel\n"
+        "cells_chat = ChatWidget(Agent(ScriptedModel(['ok']), tools=[]))\n"
+        "said = cells_chat.insert_cell('x_inserted = 1')"
+    )
+    assert reply["content"]["status"] == "ok"
+    assert reply["content"]["payload"] == []  # no next-input payload either
+    printed = shared_kernel.run("print(said == cells_chat.status, 'x_inserted' in globals())")
+    assert printed.strip() == "True False"
+    assert shared_kernel.run("print(said)").startswith("Insert as cell needs JupyterLab 4")
