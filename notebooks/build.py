@@ -13,7 +13,9 @@ model are followed by cells asserting structure instead of exact text.
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -1588,20 +1590,23 @@ def main(argv: list[str]) -> int:
         for name in differ:
             print(f"{name} is not what notebooks/build.py writes: rebuild it with --execute")
         return 1 if differ else 0
-    for name in names:
-        nb = notebook(ALL[name])
-        path = NOTEBOOKS / name
-        if "--execute" in argv:
-            from nbclient import NotebookClient
+    with tempfile.TemporaryDirectory(prefix="nbagent-build-") as home:
+        # The tutorials' runs write history: into a throwaway home, never the user's.
+        os.environ["NBAGENT_HOME"] = home
+        for name in names:
+            nb = notebook(ALL[name])
+            path = NOTEBOOKS / name
+            if "--execute" in argv:
+                from nbclient import NotebookClient
 
-            NotebookClient(
-                nb,
-                timeout=600,
-                kernel_name="python3",
-                resources={"metadata": {"path": str(NOTEBOOKS)}},
-            ).execute()
-        nbformat.write(nb, path)
-        print("wrote", path.relative_to(ROOT))
+                NotebookClient(
+                    nb,
+                    timeout=600,
+                    kernel_name="python3",
+                    resources={"metadata": {"path": str(NOTEBOOKS)}},
+                ).execute()
+            nbformat.write(nb, path)
+            print("wrote", path.relative_to(ROOT))
     return 0
 
 
