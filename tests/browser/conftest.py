@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -155,10 +156,33 @@ class Lab:
 
 @pytest.fixture(scope="session")
 def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """JupyterLab on 127.0.0.1, no token, temporary notebook/settings/workspace dirs.
+    """JupyterLab on 127.0.0.1 (see :func:`running_jupyterlab`)."""
+    try:
+        with running_jupyterlab(tmp_path_factory.mktemp("jupyterlab")) as lab:
+            yield lab
+    except LabStartError as exc:
+        pytest.fail(str(exc))
+
+
+class LabStartError(RuntimeError):
+    """JupyterLab exited or did not answer in time; the message holds its log."""
+
+
+@contextmanager
+def running_jupyterlab(base: Path, env_overrides: dict[str, str] | None = None) -> Iterator[Lab]:
+    """JupyterLab on 127.0.0.1, no token, its notebook/settings/workspace dirs under ``base``.
 
     News and update checks are off (no network, no popup over the notebook); the
-    kernel imports this checkout of nbagent through PYTHONPATH.
+    kernel imports this checkout of nbagent through PYTHONPATH. Also used outside
+    pytest, by ``notebooks/images/screenshots.py``.
+
+    Args:
+        base: an empty directory for the server's files.
+        env_overrides: extra environment for the server and its kernels (a private
+            HOME, NBAGENT_HOME...).
+
+    Raises:
+        LabStartError: the server exited or did not answer within 120 s.
     """
     import json
     import subprocess
@@ -167,7 +191,6 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
     import httpx
 
-    base = tmp_path_factory.mktemp("jupyterlab")
     root, settings, workspaces, config, runtime, data, ipython = (
         base / name
         for name in ("notebooks", "settings", "workspaces", "config", "runtime", "data", "ipython")
@@ -193,6 +216,7 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         PYDEVD_DISABLE_FILE_VALIDATION="1",
     )
     env.pop("NBAGENT_APPROVAL", None)
+    env.update(env_overrides or {})
     port = _free_port()
     log = base / "jupyterlab.log"
     command = [
@@ -219,14 +243,16 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         deadline = time.monotonic() + 120
         while True:
             if server.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {server.returncode}:\n{log.read_text()}")
+                raise LabStartError(
+                    f"jupyter lab exited with {server.returncode}:\n{log.read_text()}"
+                )
             try:
                 if httpx.get(f"{lab.url}/api/status", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"jupyter lab did not start in 120 s:\n{log.read_text()}")
+                raise LabStartError(f"jupyter lab did not start in 120 s:\n{log.read_text()}")
             time.sleep(0.5)
         yield lab
     finally:

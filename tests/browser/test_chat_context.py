@@ -143,3 +143,20 @@ def test_attach_a_figure_by_name(page: Any) -> None:
     assert "with 1 image(s) [('image/png', 200, 150)]" in answer.inner_text()
     assert "Attached: PNG 200×150" in chat.turns.nth(3).inner_text()
     assert chat.root.locator(".nbagent-chat-attachment").count() == 0
+
+
+def test_mention_chip_is_readable_in_both_themes(page: Any, contrast: Any) -> None:
+    chip = Chat(page).turns.nth(0).locator(".nbagent-chip")
+    ratios = {}
+    for theme, light in (("JupyterLab Dark", "false"), ("JupyterLab Light", "true")):
+        page.locator(".lm-MenuBar-itemLabel").get_by_text("Settings", exact=True).click()
+        page.locator(".lm-Menu-itemLabel").get_by_text("Theme", exact=True).click()
+        page.locator(".lm-Menu-itemLabel").get_by_text(theme, exact=True).click()
+        page.wait_for_function(f"document.body.dataset.jpThemeLight === '{light}'")
+        page.wait_for_function(  # the theme's stylesheet applied to the chat
+            "([el, light]) => (getComputedStyle(el).backgroundColor === 'rgb(255, 255, 255)')"
+            " === (light === 'true')",
+            arg=[page.locator(".nbagent-chat-scroller").element_handle(), light],
+        )
+        ratios[theme] = round(contrast(chip), 1)
+    assert min(ratios.values()) >= 4.5, f"the @mention chip is hard to read: {ratios}"
