@@ -68,4 +68,6 @@ class LimiterPlugin(SchedulerPlugin):
 
     def close_limiter(self, name: str) -> None:
         """The batch ended: forget its limiter."""
-        self.limiters.pop(name, None)
+        limiter = self.limiters.pop(name, None)
+        if limiter is not None:
+            limiter.close()

@@ -25,7 +25,7 @@ import httpx
 from ...providers.http.retry import retry_after
 from ..limits import BODY_BYTES_PER_TOKEN, RequestRate
 
-__all__ = ["LimiterCalls", "LimiterHooks", "LimiterState", "SharedLimiter"]
+__all__ = ["LimiterCalls", "LimiterClosed", "LimiterHooks", "LimiterState", "SharedLimiter"]
 
 
 @dataclass(frozen=True)
@@ -54,15 +54,45 @@ class SharedLimiter:
         self.throttled = 0
         self.last_wait: float | None = None
         self._paused_until = 0.0
+        self._closed = asyncio.Event()
 
     async def admit(self, tokens: int) -> None:
-        """Return when one request of ``tokens`` tokens may be sent (pause, then windows)."""
+        """Return when one request of ``tokens`` tokens may be sent (pause, then windows).
+
+        Raises:
+            LimiterClosed: the batch ended while the request waited.
+        """
+        if self._closed.is_set():
+            raise LimiterClosed("the batch has ended")
+        if not self.rate.active and self._paused_until <= time.monotonic():
+            self.admitted += 1  # the common case: nothing to wait for
+            return
+        waiting = asyncio.ensure_future(self._wait_turn(tokens))
+        closed = asyncio.ensure_future(self._closed.wait())
+        try:
+            await asyncio.wait({waiting, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closed.cancel()
+            if not waiting.done():
+                waiting.cancel()
+        if not waiting.done() or waiting.cancelled():
+            raise LimiterClosed("the batch has ended")
+        waiting.result()
+
+    async def _wait_turn(self, tokens: int) -> None:
         pause = self._paused_until - time.monotonic()
         while pause > 0:
             await asyncio.sleep(pause)
             pause = self._paused_until - time.monotonic()
         await self.rate.admit(tokens)
         self.admitted += 1
+
+    def close(self) -> None:
+        """The batch ended (or stopped): requests still waiting fail now, not in a minute.
+
+        A stopped batch's rows may be blocked in a worker's thread on their wait.
+        """
+        self._closed.set()
 
     def throttle(self, wait: float | None) -> None:
         """A worker got a 429: every worker waits ``wait`` seconds (1 s when not given)."""
@@ -74,6 +104,10 @@ class SharedLimiter:
     def state(self) -> LimiterState:
         """Counts for the driver."""
         return LimiterState(self.admitted, self.throttled, self.last_wait)
+
+
+class LimiterClosed(Exception):
+    """A request asked a limiter whose batch has ended (stopped): the row ends too."""
 
 
 class LimiterCalls(Protocol):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,9 +67,12 @@ class RayExecutor(ClusterExecutor):
 
         if not ray.is_initialized():
             ray.init(**self.init_options)  # RAY_ADDRESS, if set, is the cluster to join
+        # Named, so the row actors find it by name: an actor handle among a restartable
+        # actor's arguments would live in the object store.
+        name = f"nbagent-limiter-{uuid.uuid4().hex}"
         limiter = (
             ray.remote(LimiterActor)
-            .options(num_cpus=0, max_restarts=self.max_restarts)
+            .options(name=name, num_cpus=0, max_restarts=self.max_restarts)
             .remote(self.rpm, self.tpm)
         )
         count = self.num_workers or max(
@@ -79,7 +83,7 @@ class RayExecutor(ClusterExecutor):
             max_restarts=self.max_restarts,
             max_task_retries=self.max_restarts,
         )
-        actors = [actor.remote(spec, limiter) for _ in range(count)]
+        actors = [actor.remote(spec, name) for _ in range(count)]
         return _RaySession(actors, limiter)
 
 
@@ -143,10 +147,12 @@ class LimiterActor:
 
 
 class _RayLimiterCalls:
-    """:class:`~.limiter.LimiterCalls` as calls to the limiter actor."""
+    """:class:`~.limiter.LimiterCalls` as calls to the limiter actor (found by name)."""
 
-    def __init__(self, limiter: Any) -> None:
-        self.limiter = limiter
+    def __init__(self, name: str) -> None:
+        import ray
+
+        self.limiter = ray.get_actor(name)
 
     async def admit(self, tokens: int) -> None:
         await self.limiter.admit.remote(tokens)
@@ -158,7 +164,7 @@ class _RayLimiterCalls:
 class RowActor:
     """A Ray actor running rows: the agent built once, many rows at once on its loop."""
 
-    def __init__(self, spec: AgentSpec, limiter: Any) -> None:
+    def __init__(self, spec: AgentSpec, limiter: str) -> None:
         self.agent = WorkerAgent(spec, _RayLimiterCalls(limiter))
 
     async def pid(self) -> int:
