@@ -41,7 +41,7 @@ def suggestions(
             break
         if view.is_hidden(name) or name in tools or not name.lower().startswith(wanted):
             continue  # a tool's own name is offered once, as the tool
-        if isinstance(value, _NOT_VALUES):
+        if issubclass(type(value), _NOT_VALUES):  # not isinstance: it asks a proxy's __class__
             continue
         found.append({"name": name, "kind": "variable", "detail": _type_name(value)})
     for name in sorted(tools):

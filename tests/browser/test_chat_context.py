@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Iterator
 from typing import Any
 
-import nbformat
 import pytest
 
-from tests.browser.test_chat_reload import Chat, open_lab
+from tests.browser.chat_page import Chat, chat_page, write_notebook
 
 SETUP = r"""
 import pandas as pd
@@ -48,24 +48,9 @@ def png_base64() -> str:
 
 
 @pytest.fixture(scope="module")
-def page(browser: Any, jupyterlab: Any) -> Any:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(SETUP.strip())]
-    nbformat.write(nb, jupyterlab.root / "context.ipynb")
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    open_lab(page, jupyterlab.notebook_url("context.ipynb"))
-    page.locator(".lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
-    page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
-    Chat(page).textarea.wait_for(timeout=120_000)
-    yield page
-    context.close()
+def page(browser: Any, jupyterlab: Any) -> Iterator[Any]:
+    write_notebook(jupyterlab.root, "context.ipynb", SETUP)
+    yield from chat_page(browser, jupyterlab.notebook_url("context.ipynb"), accept_dialogs=False)
 
 
 def test_mention_a_variable_with_autocomplete(page: Any, artifacts: Any) -> None:

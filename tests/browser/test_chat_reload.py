@@ -9,11 +9,14 @@ the widget runs and is saved with the notebook.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+
+from tests.browser.chat_page import Chat, chat_page, write_notebook
 
 SETUP = r"""
 from pathlib import Path
@@ -41,37 +44,7 @@ again
 
 @pytest.fixture(scope="module")
 def notebook(jupyterlab: Any) -> str:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(SETUP.strip())]
-    nbformat.write(nb, jupyterlab.root / "reload.ipynb")
-    return "reload.ipynb"
-
-
-class Chat:
-    def __init__(self, page: Any, cell: int = 0) -> None:
-        self.page = page
-        self.root = page.locator(".jp-Notebook .jp-Cell").nth(cell).locator(".nbagent-chat")
-        self.textarea = self.root.locator("textarea")
-        self.status = self.root.locator(".nbagent-chat-status")
-        self.turns = self.root.locator(".nbagent-turn")
-
-    def wait_status(self, text: str, timeout: float = 30_000) -> None:
-        self.page.wait_for_function(
-            "([el, text]) => el.textContent.trim() === text",
-            arg=[self.status.element_handle(), text],
-            timeout=timeout,
-        )
-
-
-def open_lab(page: Any, url: str) -> None:
-    page.goto(url)
-    page.locator(".jp-Notebook").wait_for()
-    page.get_by_text("| Idle").first.wait_for(timeout=120_000)
+    return write_notebook(jupyterlab.root, "reload.ipynb", SETUP)
 
 
 def save(page: Any) -> None:
@@ -82,17 +55,8 @@ def save(page: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def page(browser: Any, jupyterlab: Any, notebook: str) -> Any:
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    page.on("dialog", lambda dialog: dialog.accept())  # JupyterLab's "leave page?"
-    open_lab(page, jupyterlab.notebook_url(notebook))
-    page.locator(".lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
-    page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
-    Chat(page).textarea.wait_for(timeout=120_000)
-    yield page
-    context.close()
+def page(browser: Any, jupyterlab: Any, notebook: str) -> Iterator[Any]:
+    yield from chat_page(browser, jupyterlab.notebook_url(notebook))
 
 
 def test_keys_up_edits_last_and_esc_stops(page: Any) -> None:

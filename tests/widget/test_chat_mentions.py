@@ -32,6 +32,11 @@ class Loud:
         Loud.calls.append("len")
         return 1
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: N802 - what isinstance() asks a proxy for
+        Loud.calls.append("__class__")
+        return Loud
+
 
 @tool(register=False)
 def lookup_city(name: str) -> str:

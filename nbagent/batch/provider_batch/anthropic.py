@@ -18,7 +18,16 @@ from urllib.parse import quote
 
 from ...providers.base import ModelRequest
 from ...providers.http import HttpProvider
-from .api import BatchHttp, JobState, JobStatus, RequestLine, RequestResult, error_text, jsonl
+from .api import (
+    BatchHttp,
+    JobState,
+    JobStatus,
+    RequestLine,
+    RequestResult,
+    counted_status,
+    error_text,
+    jsonl,
+)
 
 __all__ = ["AnthropicBatch"]
 
@@ -68,13 +77,7 @@ class AnthropicBatch:
 
 
 def _status(job: dict[str, Any]) -> JobStatus:
-    counts = job.get("request_counts") or {}
-    return JobStatus(
-        str(job.get("id", "")),
-        _STATES.get(str(job.get("processing_status")), "in_progress"),
-        {k: int(v) for k, v in counts.items() if isinstance(v, int)},
-        job,
-    )
+    return counted_status(job, "processing_status", _STATES)
 
 
 def _result(result: dict[str, Any]) -> RequestResult:

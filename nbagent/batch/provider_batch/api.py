@@ -69,6 +69,21 @@ class JobStatus:
         return self.state in ENDED
 
 
+def counted_status(job: dict[str, Any], state: str, states: Mapping[str, JobState]) -> JobStatus:
+    """A job object with ``id`` and ``request_counts`` and its state in field ``state``.
+
+    The shape OpenAI's and Anthropic's batch objects share; a state not in ``states``
+    reads as still in progress.
+    """
+    counts = job.get("request_counts") or {}
+    return JobStatus(
+        str(job.get("id", "")),
+        states.get(str(job.get(state)), "in_progress"),
+        {k: int(v) for k, v in counts.items() if isinstance(v, int)},
+        job,
+    )
+
+
 @dataclass(frozen=True)
 class RequestResult:
     """One request's result: the response body the live API would have sent, or why not."""
@@ -102,6 +117,20 @@ class BatchApi(Protocol):
         ...
 
 
+def _boundary(files: Mapping[str, Any]) -> str:
+    """A multipart boundary decided by the upload's content.
+
+    The parts are hashed as they are, never copied into a repr: an upload may be 200 MB.
+    """
+    digest = hashlib.sha256()
+    for name, part in sorted(files.items(), key=lambda item: item[0]):
+        digest.update(name.encode())
+        for field_value in part if isinstance(part, tuple) else (part,):
+            data = field_value if isinstance(field_value, bytes) else str(field_value).encode()
+            digest.update(len(data).to_bytes(8, "big") + data)
+    return f"nbagent-{digest.hexdigest()[:32]}"
+
+
 class BatchHttp:
     """Requests to a batch API on ``provider``'s client, with its key and its redaction."""
 
@@ -128,8 +157,7 @@ class BatchHttp:
         if files is not None:
             # A boundary decided by the content (httpx takes it from this header), so the
             # same upload is the same bytes: a recording replays it.
-            digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:32]
-            headers["content-type"] = f"multipart/form-data; boundary=nbagent-{digest}"
+            headers["content-type"] = f"multipart/form-data; boundary={_boundary(files)}"
         elif body is not None:
             content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         else:

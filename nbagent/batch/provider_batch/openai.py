@@ -18,7 +18,16 @@ from urllib.parse import quote, urlsplit
 
 from ...providers.base import ModelRequest
 from ...providers.http import HttpProvider
-from .api import BatchHttp, JobState, JobStatus, RequestLine, RequestResult, error_text, jsonl
+from .api import (
+    BatchHttp,
+    JobState,
+    JobStatus,
+    RequestLine,
+    RequestResult,
+    counted_status,
+    error_text,
+    jsonl,
+)
 
 __all__ = ["OpenAIBatch"]
 
@@ -98,13 +107,7 @@ class OpenAIBatch:
 
 
 def _status(job: dict[str, Any]) -> JobStatus:
-    counts = job.get("request_counts") or {}
-    return JobStatus(
-        str(job.get("id", "")),
-        _STATES.get(str(job.get("status")), "in_progress"),
-        {k: int(v) for k, v in counts.items() if isinstance(v, int)},
-        job,
-    )
+    return counted_status(job, "status", _STATES)
 
 
 def _result(item: dict[str, Any]) -> RequestResult:

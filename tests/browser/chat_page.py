@@ -1,0 +1,65 @@
+"""The chat widget in a real JupyterLab page: shared by the chat's browser tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+
+class Chat:
+    """The chat widget drawn in cell ``cell`` of the open notebook."""
+
+    def __init__(self, page: Any, cell: int = 0) -> None:
+        self.page = page
+        self.root = page.locator(".jp-Notebook .jp-Cell").nth(cell).locator(".nbagent-chat")
+        self.textarea = self.root.locator("textarea")
+        self.status = self.root.locator(".nbagent-chat-status")
+        self.turns = self.root.locator(".nbagent-turn")
+
+    def wait_status(self, text: str, timeout: float = 30_000) -> None:
+        self.page.wait_for_function(
+            "([el, text]) => el.textContent.trim() === text",
+            arg=[self.status.element_handle(), text],
+            timeout=timeout,
+        )
+
+
+def write_notebook(root: Path, name: str, setup: str) -> str:
+    """Write notebook ``name`` under ``root`` with one code cell, ``setup``; returns ``name``."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(setup.strip())]
+    nbformat.write(nb, root / name)
+    return name
+
+
+def open_lab(page: Any, url: str) -> None:
+    page.goto(url)
+    page.locator(".jp-Notebook").wait_for()
+    page.get_by_text("| Idle").first.wait_for(timeout=120_000)
+
+
+def chat_page(browser: Any, url: str, *, accept_dialogs: bool = True) -> Iterator[Any]:
+    """A page with the notebook at ``url`` open and all its cells run, once its chat is drawn.
+
+    ``accept_dialogs`` accepts JupyterLab's "leave page?" on reloads; a test that answers
+    the chat's own prompts itself turns it off.
+    """
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    if accept_dialogs:
+        page.on("dialog", lambda dialog: dialog.accept())
+    open_lab(page, url)
+    page.locator(".lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
+    page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
+    Chat(page).textarea.wait_for(timeout=120_000)
+    yield page
+    context.close()
