@@ -141,6 +141,22 @@ def worker_pids(engine: str, request: pytest.FixtureRequest) -> list[int]:
     ]
 
 
+def waiting_on_the_server(pids: list[int], server: Any) -> list[int]:
+    """Those of ``pids`` with a request the server is holding (by its client port)."""
+    import psutil
+
+    ports = server.ports_in_flight()
+    busy = []
+    for pid in pids:
+        try:
+            connections = psutil.Process(pid).net_connections(kind="tcp")
+        except psutil.NoSuchProcess:
+            continue
+        if any(c.laddr and c.laddr.port in ports for c in connections):
+            busy.append(pid)
+    return busy
+
+
 def test_a_killed_worker_s_rows_are_run_again_not_dropped(engine, counting, tmp_path, request):
     server = counting(echo, delay=0.4)
     agent = http_agent("openai:gpt-test", server, tools=[], store=tmp_path / "h.db")
@@ -148,17 +164,24 @@ def test_a_killed_worker_s_rows_are_run_again_not_dropped(engine, counting, tmp_
     thread, box = in_background(
         lambda: agent.map(rows, "row {n}", executor=engine, concurrency=4, progress=False)
     )
-    # Kill a worker while both have rows in flight (the server holds each reply).
-    wait_for(lambda: server.in_flight >= 2, "rows in flight on both workers")
-    pids = worker_pids(engine, request)
-    assert len(pids) == 2, pids
-    os.kill(pids[0], signal.SIGKILL)
+    # Kill a worker while the server holds a reply it is waiting for: its row is lost
+    # there, so the only way that row gets its answer is to be asked again.
+    wait_for(lambda: len(worker_pids(engine, request)) == 2, "two workers")
+    busy: list[int] = []
+
+    def a_worker_is_waiting() -> bool:
+        busy[:] = waiting_on_the_server(worker_pids(engine, request), server)
+        return bool(busy)
+
+    wait_for(a_worker_is_waiting, "a worker with a request at the server")
+    os.kill(busy[0], signal.SIGKILL)
     thread.join(180)
+    assert not thread.is_alive()
     assert "error" not in box, box.get("error")
     out = box["result"]
     assert out["error"].isna().all(), out["error"].dropna().tolist()
     assert list(out["output"]) == [f"done row {n}" for n in range(12)]
-    # The killed worker's rows were asked again, elsewhere; every row has its answer.
+    # The killed worker's row was asked again, elsewhere; every row has its answer.
     assert any(count > 1 for count in server.prompts.values()), server.prompts
     assert set(server.prompts) == {f"row {n}" for n in range(12)}
 

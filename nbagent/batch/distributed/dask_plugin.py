@@ -13,7 +13,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
-from .limiter import SharedLimiter
+from .limiter import LimiterClosed, SharedLimiter
 
 __all__ = ["LimiterPlugin"]
 
@@ -49,8 +49,11 @@ class LimiterPlugin(SchedulerPlugin):
     async def admit(self, name: str, tokens: int) -> None:
         """Return when a worker's request may go."""
         limiter = self.limiters.get(name)
-        if limiter is not None:  # a closed batch's late request goes through
-            await limiter.admit(tokens)
+        if limiter is None:
+            # The batch ended (stopped): a task that started after it must not send.
+            # Cancelling a queued Dask task races with a free worker thread taking it.
+            raise LimiterClosed("the batch has ended")
+        await limiter.admit(tokens)
 
     def throttle(self, name: str, wait: float | None) -> None:
         """A worker got a 429."""
