@@ -194,7 +194,7 @@ def main() -> None:
             n_workers=WORKERS,
             threads_per_worker=CONCURRENCY // WORKERS,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",  # any free port: 8787 may be taken
         )
         client = Client(cluster)
         try:

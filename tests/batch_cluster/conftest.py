@@ -54,7 +54,7 @@ def dask_client() -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     client = Client(cluster)
     try:

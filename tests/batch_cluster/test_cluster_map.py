@@ -113,8 +113,9 @@ def test_the_same_frame_as_the_local_executor(engine, counting, tmp_path):
     assert server.count == 2 * asked_locally
     pd.testing.assert_frame_equal(out.drop(columns="seconds"), expected.drop(columns="seconds"))
     assert list(out.index) == list("abcdef") and out.loc["a", "stock"] == 60
-    assert out.loc["c", "error"].startswith("ProviderError: ") and "upstream broke" in (
-        out.loc["c", "error"]
+    assert (
+        out.loc["c", "error"].startswith("ProviderError: ")
+        and "upstream broke" in (out.loc["c", "error"])
     )
     # The driver wrote the journal and the failed row's conversation (history="failed").
     db = sqlite3.connect(tmp_path / "cluster.db")
@@ -257,7 +258,12 @@ def test_rpm_holds_across_workers_and_stop_returns_what_finished(engine, countin
     rows = pd.DataFrame({"n": range(8)})
     thread, box = in_background(
         lambda: agent.map(
-            rows, "row {n}", executor=engine, rpm=3, concurrency=8, control=control,
+            rows,
+            "row {n}",
+            executor=engine,
+            rpm=3,
+            concurrency=8,
+            control=control,
             progress=False,
         )  # fmt: skip
     )

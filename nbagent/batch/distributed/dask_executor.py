@@ -78,7 +78,7 @@ class DaskExecutor(ClusterExecutor):
                 n_workers=self.n_workers,
                 threads_per_worker=self.threads_per_worker,
                 processes=True,
-                dashboard_address=None,
+                dashboard_address=":0",  # any free port: 8787 may be taken
             )
             _OWN_CLIENT.append(Client(cluster))
         return _OWN_CLIENT[0]
@@ -133,8 +133,8 @@ class _DaskSession:
             raise
 
     async def state(self) -> LimiterState:
-        admitted, throttled, last_wait = await self._call("nbagent_limiter_state")
-        return LimiterState(admitted, throttled, last_wait)
+        throttled, last_wait = await self._call("nbagent_limiter_state")
+        return LimiterState(throttled, last_wait)
 
     async def close(self) -> None:
         await self._call("nbagent_limiter_close")

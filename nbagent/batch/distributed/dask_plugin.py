@@ -61,13 +61,13 @@ class LimiterPlugin(SchedulerPlugin):
         if limiter is not None:
             limiter.throttle(wait)
 
-    def limiter_state(self, name: str) -> tuple[int, int, float | None]:
-        """(admitted, throttled, last retry-after) for the driver."""
+    def limiter_state(self, name: str) -> tuple[int, float | None]:
+        """(429s reported, the last one's retry-after) for the driver."""
         limiter = self.limiters.get(name)
         if limiter is None:
-            return (0, 0, None)
+            return (0, None)
         state = limiter.state()
-        return (state.admitted, state.throttled, state.last_wait)  # msgpack-able
+        return (state.throttled, state.last_wait)  # msgpack-able
 
     def close_limiter(self, name: str) -> None:
         """The batch ended: forget its limiter."""

@@ -32,8 +32,6 @@ __all__ = ["LimiterCalls", "LimiterClosed", "LimiterHooks", "LimiterState", "Sha
 class LimiterState:
     """What the driver reads from the limiter."""
 
-    admitted: int
-    """Requests let through so far."""
     throttled: int
     """429 answers reported so far."""
     last_wait: float | None
@@ -50,7 +48,6 @@ class SharedLimiter:
 
     def __init__(self, rpm: float | None = None, tpm: float | None = None) -> None:
         self.rate = RequestRate(rpm, tpm)
-        self.admitted = 0
         self.throttled = 0
         self.last_wait: float | None = None
         self._paused_until = 0.0
@@ -65,8 +62,7 @@ class SharedLimiter:
         if self._closed.is_set():
             raise LimiterClosed("the batch has ended")
         if not self.rate.active and self._paused_until <= time.monotonic():
-            self.admitted += 1  # the common case: nothing to wait for
-            return
+            return  # the common case: nothing to wait for
         waiting = asyncio.ensure_future(self._wait_turn(tokens))
         closed = asyncio.ensure_future(self._closed.wait())
         try:
@@ -85,7 +81,6 @@ class SharedLimiter:
             await asyncio.sleep(pause)
             pause = self._paused_until - time.monotonic()
         await self.rate.admit(tokens)
-        self.admitted += 1
 
     def close(self) -> None:
         """The batch ended (or stopped): requests still waiting fail now, not in a minute.
@@ -103,7 +98,7 @@ class SharedLimiter:
 
     def state(self) -> LimiterState:
         """Counts for the driver."""
-        return LimiterState(self.admitted, self.throttled, self.last_wait)
+        return LimiterState(self.throttled, self.last_wait)
 
 
 class LimiterClosed(Exception):

@@ -3,9 +3,17 @@
 Why actors rather than tasks: a row is a few seconds of waiting on a provider, so
 one worker process should run many at once on one event loop and one connection
 pool. An async actor does exactly that, and it is where the agent is rebuilt once
-(in ``__init__``) and reused by every row it runs. A killed actor process is
-restarted by Ray (``max_restarts``) and the rows it was running are sent again to
-the new process (``max_task_retries``): the engine's retries, never a dropped row.
+(in ``__init__``, from the spec) and reused by every row it runs. A killed actor
+process is restarted by Ray (``max_restarts``) and the rows it was running are sent
+again to the new process (``max_task_retries``): the engine's retries, never a
+dropped row.
+
+Why not Ray Data (``map_batches`` over an actor pool): it owns the pipeline. Rows
+go through it in blocks and come back in blocks, so the driver could not journal
+each row as it finishes, cancel one row on Stop, hold back launches at the cost
+cap, or lower the rows in flight on a 429; and a frame already in the driver's
+memory gains nothing from its streaming reads. Here the driver keeps that loop
+(:mod:`.cluster`) and sends one actor call per row, to the least loaded actor.
 
 The limiter is one more async actor (no CPU reserved) that every actor's requests
 ask (:mod:`.limiter`). Ray is imported only here, when a batch starts; the cluster
