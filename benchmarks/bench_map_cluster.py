@@ -10,7 +10,7 @@ its own, answering every Chat Completions request at once (SSE). In one run:
    (the baseline), then ``executor=RayExecutor(num_workers=2)`` on a local Ray of 2
    CPUs, then ``executor=DaskExecutor(client=...)`` on a LocalCluster of 2 worker
    processes with 16 threads each (a Dask task holds a thread for its row). Rows/s
-   and the ratio to local; the driver's RSS growth over each run.
+   and the ratio to local; the driver's CPU a row and RSS growth over each run.
 2. The costs a bigger cluster multiplies: the driver's journal write per row, the
    bytes of one row's result as it travels to the driver, and a limiter round trip
    (one per request), one at a time and in a burst of 2,000 at once (how many
@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,21 @@ BURST = 2000
 """Limiter calls sent at once to measure the one limiter's capacity."""
 
 
-def timed_map(url: str, frame: pd.DataFrame, store: Path, executor: Any) -> tuple[float, float]:
-    """Seconds for one map, and the driver's RSS growth in MB over it."""
+@dataclass
+class Run:
+    """One map's wall time, and what it cost the driver process."""
+
+    seconds: float
+    driver_cpu: float
+    """CPU seconds of the driver process (all its threads: Ray's and Dask's clients too)."""
+    rss_growth: float
+    """MB."""
+
+
+def timed_map(url: str, frame: pd.DataFrame, store: Path, executor: Any) -> Run:
+    """One map of ``frame`` (every row must succeed)."""
     agent = Agent("openai:gpt-bench", base_url=url, api_key="sk-bench", env={}, store=store)
-    before = rss_mb()
+    before, cpu = rss_mb(), time.process_time()
     started = time.perf_counter()
     out = agent.map(
         frame, "Classify: {text}", concurrency=CONCURRENCY, progress=False, executor=executor
@@ -62,13 +74,14 @@ def timed_map(url: str, frame: pd.DataFrame, store: Path, executor: Any) -> tupl
     took = time.perf_counter() - started
     assert out["error"].isna().all(), out["error"].dropna().head().tolist()
     assert len(out) == len(frame)
-    return took, rss_mb() - before
+    return Run(took, time.process_time() - cpu, rss_mb() - before)
 
 
-def line(label: str, took: float, rows: int, base: float, grew: float) -> None:
+def line(label: str, run: Run, rows: int, base: Run) -> None:
     print(
-        f"  {label:34s} {took:7.2f} s {rows / took:7.0f} rows/s  {base / took:5.2f}x local"
-        f"  driver RSS +{grew:.0f} MB"
+        f"  {label:34s} {run.seconds:7.2f} s {rows / run.seconds:6.0f} rows/s "
+        f"{base.seconds / run.seconds:5.2f}x local  driver {run.driver_cpu / rows * 1000:.2f} "
+        f"ms CPU a row, RSS +{run.rss_growth:.0f} MB"
     )
 
 
@@ -176,7 +189,7 @@ def main() -> None:
         frame = pd.DataFrame({"text": [f"row {i}" for i in range(args.rows)]})
         warm = frame.head(200)
         timed_map(url, warm, folder / "warm.db", None)
-        local, local_grew = timed_map(url, frame, folder / "local.db", None)
+        local = timed_map(url, frame, folder / "local.db", None)
 
         ray.init(
             num_cpus=WORKERS,
@@ -186,7 +199,7 @@ def main() -> None:
         )
         on_ray = RayExecutor(num_workers=WORKERS)
         timed_map(url, warm, folder / "ray-warm.db", on_ray)
-        ray_took, ray_grew = timed_map(url, frame, folder / "ray.db", on_ray)
+        on_ray_run = timed_map(url, frame, folder / "ray.db", on_ray)
         ray_costs = ray_limiter_costs()
         ray.shutdown()
 
@@ -200,7 +213,7 @@ def main() -> None:
         try:
             on_dask = DaskExecutor(client=client)
             timed_map(url, warm, folder / "dask-warm.db", on_dask)
-            dask_took, dask_grew = timed_map(url, frame, folder / "dask.db", on_dask)
+            on_dask_run = timed_map(url, frame, folder / "dask.db", on_dask)
             dask_costs = dask_limiter_costs(client)
         finally:
             client.close()
@@ -210,10 +223,10 @@ def main() -> None:
             f"\n1. {args.rows:,} single-round rows, concurrency {CONCURRENCY}, journal on, "
             f"{WORKERS} workers"
         )
-        line("local executor (baseline)", local, args.rows, local, local_grew)
-        line(f"Ray, {WORKERS} actors", ray_took, args.rows, local, ray_grew)
-        line(f"Dask, {WORKERS} workers x {CONCURRENCY // WORKERS} threads", dask_took,
-             args.rows, local, dask_grew)  # fmt: skip
+        line("local executor (baseline)", local, args.rows, local)
+        line(f"Ray, {WORKERS} actors", on_ray_run, args.rows, local)
+        line(f"Dask, {WORKERS} workers x {CONCURRENCY // WORKERS} threads", on_dask_run,
+             args.rows, local)  # fmt: skip
         save, bare = journal_cost(folder, rows=5000)
         print("\n2. Per-row costs")
         print(f"  journal write on the driver      {save * 1000:7.3f} ms a row (bare sqlite "
