@@ -32,6 +32,8 @@ from tests.support.agents import http_agent
 from tests.support.scripted import Answer
 from tests.support.servers import Reply
 
+pytestmark = pytest.mark.cluster
+
 
 class Ticket(BaseModel):
     category: str
