@@ -22,6 +22,9 @@ from .spec import build_spec
 
 __all__ = ["cluster_options"]
 
+LOCAL = "local"
+"""executor= name of the default, one-machine executor (an executor's, not a provider's)."""
+
 ENGINES: dict[str, tuple[str, str, type[ClusterExecutor]]] = {
     "ray": ("ray", "ray", RayExecutor),
     "dask": ("distributed", "dask", DaskExecutor),
@@ -60,7 +63,7 @@ def cluster_options(agent: Any, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _named(name: str) -> ClusterExecutor | None:
-    if name == "local":
+    if name == LOCAL:
         return None
     if name not in ENGINES:
         raise ConfigError(
