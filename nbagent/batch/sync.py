@@ -114,6 +114,10 @@ def batch_options(agent: Any, options: Mapping[str, Any]) -> dict[str, Any]:
         from .provider_batch import batch_mode_options
 
         batch = batch_mode_options(agent, mode, batch)
+    elif batch.get("executor") is not None:  # "ray", "dask", an executor object
+        from .distributed import cluster_options
+
+        batch = cluster_options(agent, batch)
     return batch
 
 

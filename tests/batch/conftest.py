@@ -28,7 +28,8 @@ class CountingServer(WireServer):
     """A WireServer that holds each reply ``delay`` seconds and counts requests in flight.
 
     ``peak`` is the most requests it ever had open at once; ``prompts`` counts the
-    first user message of every request (which row asked).
+    first user message of every request (which row asked); ``ports_in_flight`` are
+    the client ports of the requests open now (which process is waiting on a reply).
     """
 
     def __init__(self, responder: Callable[[RecordedRequest], Reply], delay: float = 0.0) -> None:
@@ -36,13 +37,21 @@ class CountingServer(WireServer):
         self.in_flight = 0
         self.peak = 0
         self.prompts: Counter[str] = Counter()
+        self._ports: Counter[int] = Counter()
         self._count_lock = threading.Lock()
         super().__init__(responder=responder)
 
+    def ports_in_flight(self) -> set[int]:
+        """The client ports of the requests the server holds a reply for right now."""
+        with self._count_lock:
+            return {port for port, open_now in self._ports.items() if open_now}
+
     async def _write(self, writer: asyncio.StreamWriter, reply: Reply) -> bool:
+        port = writer.get_extra_info("peername")[1]
         with self._count_lock:
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
+            self._ports[port] += 1
         try:
             if self.delay:
                 await asyncio.sleep(self.delay)
@@ -50,6 +59,7 @@ class CountingServer(WireServer):
         finally:
             with self._count_lock:
                 self.in_flight -= 1
+                self._ports[port] -= 1
 
 
 def model(script: Callable[[str, dict[str, Any]], Any]) -> ScriptedReplies:

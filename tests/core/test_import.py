@@ -22,9 +22,11 @@ def test_import_does_not_pull_heavy_or_optional_modules():
     assert adapters <= {"nbagent.providers.base"}, adapters
     for private in ("nbagent.magic", "nbagent.widget", "nbagent.render", "nbagent.store"):
         assert private not in loaded, private
-    # The optional extras (mcp, otel, cost) and nbagent's modules over them load on use.
+    # The optional extras (mcp, otel, cost, ray, dask) and nbagent's modules over them load
+    # on use.
     for optional in ("mcp", "opentelemetry", "genai_prices", "nbagent.mcp", "nbagent.run.output",
-                     "nbagent.cost", "nbagent.tracing"):  # fmt: skip
+                     "nbagent.cost", "nbagent.tracing", "ray", "dask", "distributed",
+                     "cloudpickle", "nbagent.batch.distributed"):  # fmt: skip
         assert not any(m == optional or m.startswith(optional + ".") for m in loaded), optional
 
 
