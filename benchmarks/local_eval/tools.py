@@ -13,7 +13,7 @@ from nbagent import tool
 # -- 1. weather and time lookups (shared name prefix) -----------------------------
 
 
-@tool
+@tool(register=False)
 def get_weather(city: str) -> str:
     """Get the current weather for a city.
 
@@ -23,7 +23,7 @@ def get_weather(city: str) -> str:
     return f"{city}: 18 C, light rain"
 
 
-@tool
+@tool(register=False)
 def get_time(city: str) -> str:
     """Get the current local time in a city.
 
@@ -36,7 +36,7 @@ def get_time(city: str) -> str:
 # -- 2. arithmetic -----------------------------------------------------------------
 
 
-@tool
+@tool(register=False)
 def add(a: float, b: float) -> float:
     """Add two numbers and return the sum.
 
@@ -47,7 +47,7 @@ def add(a: float, b: float) -> float:
     return a + b
 
 
-@tool
+@tool(register=False)
 def multiply(a: float, b: float) -> float:
     """Multiply two numbers and return the product.
 
@@ -58,7 +58,7 @@ def multiply(a: float, b: float) -> float:
     return a * b
 
 
-@tool
+@tool(register=False)
 def power(base: float, exponent: float) -> float:
     """Raise a number to a power.
 
@@ -72,7 +72,7 @@ def power(base: float, exponent: float) -> float:
 # -- 3. unit conversion (enums) -----------------------------------------------------
 
 
-@tool
+@tool(register=False)
 def convert_length(
     value: float, from_unit: Literal["km", "mi", "m", "ft"], to_unit: Literal["km", "mi", "m", "ft"]
 ) -> str:
@@ -86,7 +86,7 @@ def convert_length(
     return f"{value} {from_unit} in {to_unit}"
 
 
-@tool
+@tool(register=False)
 def convert_temperature(value: float, to_unit: Literal["C", "F"]) -> str:
     """Convert a temperature between Celsius and Fahrenheit.
 
@@ -100,7 +100,7 @@ def convert_temperature(value: float, to_unit: Literal["C", "F"]) -> str:
 # -- 4. DataFrame questions ------------------------------------------------------------
 
 
-@tool
+@tool(register=False)
 def column_mean(column: Literal["revenue", "units", "price"]) -> float:
     """Compute the mean (average) of a column of the sales DataFrame.
 
@@ -110,7 +110,7 @@ def column_mean(column: Literal["revenue", "units", "price"]) -> float:
     return 1.0
 
 
-@tool
+@tool(register=False)
 def count_rows(region: str = "all") -> int:
     """Count the rows of the sales DataFrame, optionally for one region.
 
@@ -120,7 +120,7 @@ def count_rows(region: str = "all") -> int:
     return 8
 
 
-@tool
+@tool(register=False)
 def top_rows(n: int = 5) -> str:
     """Show the first rows of the sales DataFrame.
 
@@ -133,13 +133,13 @@ def top_rows(n: int = 5) -> str:
 # -- 5. kernel tools (the kernel agent's shapes) ------------------------------------------
 
 
-@tool
+@tool(register=False)
 def list_variables() -> str:
     """List the variables defined in the notebook's kernel, with their types."""
     return "df: DataFrame, x: int"
 
 
-@tool
+@tool(register=False)
 def inspect_variable(name: str) -> str:
     """Show the type, shape and a preview of one variable in the kernel.
 
@@ -149,7 +149,7 @@ def inspect_variable(name: str) -> str:
     return f"{name}: DataFrame (8, 3)"
 
 
-@tool
+@tool(register=False)
 def run_python(code: str) -> str:
     """Run Python code in the notebook's kernel and return its output.
 
@@ -162,7 +162,7 @@ def run_python(code: str) -> str:
 # -- 6. enums and optional arguments --------------------------------------------------------
 
 
-@tool
+@tool(register=False)
 def search_books(
     query: str, genre: Literal["fiction", "science", "history", "any"] = "any", limit: int = 5
 ) -> str:
@@ -176,7 +176,7 @@ def search_books(
     return "books"
 
 
-@tool
+@tool(register=False)
 def set_reminder(text: str, priority: Literal["low", "normal", "high"] = "normal") -> str:
     """Set a reminder with a priority.
 
@@ -190,7 +190,7 @@ def set_reminder(text: str, priority: Literal["low", "normal", "high"] = "normal
 # -- 7. country facts ----------------------------------------------------------------------
 
 
-@tool
+@tool(register=False)
 def capital_of(country: str) -> str:
     """Look up the capital city of a country.
 
@@ -200,7 +200,7 @@ def capital_of(country: str) -> str:
     return "capital"
 
 
-@tool
+@tool(register=False)
 def population_of(country: str) -> int:
     """Look up the population of a country.
 
@@ -210,7 +210,7 @@ def population_of(country: str) -> int:
     return 1
 
 
-@tool
+@tool(register=False)
 def currency_of(country: str) -> str:
     """Look up the currency used in a country.
 
@@ -223,7 +223,7 @@ def currency_of(country: str) -> str:
 # -- 8. money ----------------------------------------------------------------------------------
 
 
-@tool
+@tool(register=False)
 def stock_price(symbol: str) -> float:
     """Get the latest stock price for a ticker symbol.
 
@@ -233,7 +233,7 @@ def stock_price(symbol: str) -> float:
     return 1.0
 
 
-@tool
+@tool(register=False)
 def exchange_rate(from_currency: str, to_currency: str) -> float:
     """Get the exchange rate between two currencies.
 

@@ -1,4 +1,4 @@
-"""A local Ray cluster and a Dask LocalCluster, each started once for the directory.
+"""A local Ray cluster and a Dask LocalCluster, each started once per test module.
 
 Both are small (2 CPUs / 2 single-thread worker processes), keep their files under
 the session's temporary folder, and are shut down at the end: no process is left
@@ -25,7 +25,7 @@ RAY_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A local Ray with 2 CPUs and no dashboard; yields its GCS address."""
     import ray
@@ -48,7 +48,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             ray.shutdown()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_client() -> Iterator[Any]:
     """A Dask LocalCluster of 2 worker processes with 1 thread each, and its client."""
     from distributed import Client, LocalCluster
