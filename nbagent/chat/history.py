@@ -13,6 +13,7 @@ from ..errors import ConfigError
 from ..messages import Conversation, Message
 from ..render import escape, render_markdown, render_round_html
 from ..render.css import wrap
+from ..render.summary import tokens_text
 from ..store import Store, resolve_store
 from .cards import cards_html
 from .mentions import prompt_html
@@ -36,7 +37,11 @@ def stored_turn(prompt: str, reply: Message | None) -> dict[str, Any]:
         parts.append(cards_html(reply.rounds or []))
         body = [render_round_html(r, i) for i, r in enumerate(reply.rounds or [])]
         body.append(f'<div class="nba-answer">{render_markdown(reply.content)}</div>')
-        footer = [reply.model or ""]
+        # As the live footer has it, from what the history keeps (no duration or price).
+        rounds = len(reply.rounds or [])
+        footer = [reply.model or "", f"{rounds} round" + ("" if rounds == 1 else "s")]
+        if reply.usage is not None and reply.usage.total_tokens:
+            footer.append(tokens_text(reply.usage))
         if reply.stop_reason and reply.stop_reason not in ("complete", "end_turn", "stop"):
             footer.append(f"stopped: {reply.stop_reason}")
         body.append(f'<div class="nba-footer">{escape(" · ".join(f for f in footer if f))}</div>')

@@ -50,6 +50,10 @@ async def test_resume_shows_the_stored_transcript_and_continues(tmp_path: Path) 
     assert '<details class="nba-round' in first and "city0, city1, city2" in first
     assert "<strong>bold</strong>" in second and "&lt;b&gt;x&lt;/b&gt;" in second
     assert "<b>x</b>" not in second  # the model's markup stays text
+    # The redrawn footers say what the live ones said: rounds and tokens, not the model alone.
+    live = chat.agent.conversation.messages[1].usage
+    assert f"1 round · {live.total_tokens:,} tokens ({live.input_tokens:,} in" in first
+    assert "0 rounds · " in second and " tokens (" in second
     assert [r["id"] for r in chat.recent] == [conversation_id]
 
     result = await asyncio.wait_for(chat.submit("more"), 10)
