@@ -321,7 +321,7 @@ class ChatWidget(anywidget.AnyWidget):
         """
         value = find_value(self.agent.conversation, call_id)
         assign(name, value)
-        self.status = f"{name} = the {type(value).__name__} from {call_id}"
+        self._note(f"{name} = the {type(value).__name__} from {call_id}")
 
     def insert_cell(self, code: str) -> str:
         """Put ``code`` in a new notebook cell below the chat, not run (Insert as cell).
@@ -331,7 +331,7 @@ class ChatWidget(anywidget.AnyWidget):
         and so does the returned sentence.
         """
         said = self._cells.insert(code)
-        self.status = said
+        self._note(said)
         return said
 
     def attach_figure(self, name: str) -> None:
@@ -350,7 +350,12 @@ class ChatWidget(anywidget.AnyWidget):
             raise ValueError("figure not attached: no notebook kernel to read it from")
         self._attachments.add_image(figure_image(shell.user_ns, name), name)
         self.attachments = self._attachments.state()
-        self.status = f"Attached {name}"
+        self._note(f"Attached {name}")
+
+    def _note(self, text: str) -> None:
+        """A passing notice in the status line, unless a call awaits approval (that stays)."""
+        if not self.pending_approvals:
+            self.status = text
 
     def explain_last_error(self) -> asyncio.Task[RunResult | None] | None:
         """Ask the model about the kernel's last error (the "Explain last error" button).

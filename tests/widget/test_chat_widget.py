@@ -239,6 +239,9 @@ async def test_approve_lets_the_call_run(wait_until) -> None:
         "code_html": "",
     }
     assert chat.status == "Waiting for approval: delete_file"
+    # A button used meanwhile answers for itself; the question stays in the status line.
+    assert "cannot add cells" in chat.insert_cell("x = 1")
+    assert chat.status == "Waiting for approval: delete_file"
 
     chat.approve(pending.id)
     result = await asyncio.wait_for(task, 5)
