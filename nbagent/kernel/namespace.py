@@ -41,5 +41,5 @@ def current_view(shell: Any = None, namespace: dict[str, Any] | None = None) -> 
     if shell is None and namespace is None and "IPython" in sys.modules:
         from IPython.core.getipython import get_ipython
 
-        shell = get_ipython()  # type: ignore[no-untyped-call]
+        shell = get_ipython()  # type: ignore[no-untyped-call, unused-ignore]  # typed from IPython 9
     return KernelView(shell, namespace)
