@@ -113,6 +113,7 @@ async def send_request(
     *,
     seen_ids: set[str] | None = None,
     max_output: int | None = None,
+    streamed: StreamedBytes | None = None,
 ) -> ModelReply:
     """Send ``request``; each provider event goes to ``on_event`` as it arrives.
 
@@ -120,7 +121,7 @@ async def send_request(
     fresh id: results are matched to calls by id. ``max_output`` (tokens, estimated
     on the high side as UTF-8 bytes / 3) cuts a stream that passes it (a server that
     ignores ``max_tokens``): the reply keeps its text up to the cap, no call, and
-    ``truncated`` is set.
+    ``truncated`` is set. ``streamed`` counts the output bytes (and outlives a cancel).
     """
     seen = seen_ids if seen_ids is not None else set()
     text: list[str] = []
@@ -128,27 +129,27 @@ async def send_request(
     usage = Usage()
     provider_data: dict[str, Any] | None = None
     room = None if max_output is None else max_output * BYTES_PER_TOKEN
-    used = 0
+    out = streamed if streamed is not None else StreamedBytes(request)
     truncated = False
     stream = provider.stream(request)
     try:
         async for event in stream:
             if isinstance(event, TextChunk):
                 size = len(event.text.encode("utf-8"))
-                if room is not None and used + size > room:
-                    kept = event.text.encode("utf-8")[: room - used].decode("utf-8", "ignore")
-                    used += len(kept.encode("utf-8"))
+                if room is not None and out.count + size > room:
+                    kept = event.text.encode("utf-8")[: room - out.count].decode("utf-8", "ignore")
+                    out.count += len(kept.encode("utf-8"))
                     if kept and on_event is not None:
                         on_event(TextChunk(kept))
                     text.append(kept)
                     truncated = True
                     break
-                used += size
+                out.count += size
                 text.append(event.text)
             elif isinstance(event, ToolCallReady):
                 call = event.call
-                used += len((call.raw_arguments or "").encode("utf-8")) + len(call.name)
-                if room is not None and used > room:
+                out.count += len((call.raw_arguments or "").encode("utf-8")) + len(call.name)
+                if room is not None and out.count > room:
                     truncated = True
                     break
                 if not call.id or call.id in seen:  # "call_0" every time, from some servers
@@ -169,7 +170,7 @@ async def send_request(
     if truncated:
         logger.warning("reply cut at %d output tokens (the budget's cap)", max_output)
         calls = []  # a cut reply's calls may be incomplete: none runs
-    return ModelReply("".join(text), calls, usage, provider_data, truncated, used)
+    return ModelReply("".join(text), calls, usage, provider_data, truncated, out.count)
 
 
 async def execute_calls(
@@ -362,14 +363,15 @@ class Steps:
         """
         if self._output_retry is not None:  # the rejected answer is lent to this request
             self.message.content = self._output_retry[0]
-        self._in_flight = streamed = StreamedBytes(request, on_event)  # finish() counts a cut
+        self._in_flight = streamed = StreamedBytes(request)  # finish() counts a cut
         try:
             reply = await send_request(
                 self.provider,
                 request,
-                streamed,
+                on_event,
                 seen_ids=self._seen_ids,
                 max_output=self.output_cap,
+                streamed=streamed,
             )
         finally:
             if self._output_retry is not None:

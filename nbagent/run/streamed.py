@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from ..messages import Usage
-from ..providers.base import ModelRequest, ProviderEvent, TextChunk, ToolCallReady
+from ..providers.base import ModelRequest
 from .budget import TokenMeter
 
 __all__ = ["BYTES_PER_TOKEN", "CUT_STREAM_NOTE", "StreamedBytes"]
@@ -18,29 +17,18 @@ CUT_STREAM_NOTE = "tokens estimated: the stream stopped before the server report
 
 
 class StreamedBytes:
-    """Passes provider events on, counting the UTF-8 bytes of streamed text and calls.
+    """The UTF-8 bytes of text and calls a request has streamed so far.
 
-    What a request had produced when its stream was cut, for :meth:`estimate`.
+    :func:`~nbagent.run.steps.send_request` keeps its count here (not in a local), so
+    what a request had produced when its stream was cut survives the cut, for
+    :meth:`estimate`.
     """
 
-    __slots__ = ("count", "on_event", "request")
+    __slots__ = ("count", "request")
 
-    def __init__(
-        self, request: ModelRequest, on_event: Callable[[ProviderEvent], None] | None
-    ) -> None:
+    def __init__(self, request: ModelRequest) -> None:
         self.request = request
-        self.on_event = on_event
         self.count = 0
-
-    def __call__(self, event: ProviderEvent) -> None:
-        """Count ``event``'s output bytes, then hand it on."""
-        if isinstance(event, TextChunk):
-            self.count += len(event.text.encode("utf-8"))
-        elif isinstance(event, ToolCallReady):
-            self.count += len((event.call.raw_arguments or "").encode("utf-8"))
-            self.count += len(event.call.name)
-        if self.on_event is not None:
-            self.on_event(event)
 
     def estimate(self, meter: TokenMeter) -> Usage:
         """The request's usage, estimated: its usage report, sent last, never came.
