@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +46,25 @@ def open_lab(page: Any, url: str) -> None:
     page.get_by_text("| Idle").first.wait_for(timeout=120_000)
 
 
-def chat_page(browser: Any, url: str, *, accept_dialogs: bool = True) -> Iterator[Any]:
+def chat_page(
+    browser: Any,
+    url: str,
+    *,
+    accept_dialogs: bool = True,
+    open_page: Callable[[Any, str], None] = open_lab,
+) -> Iterator[Any]:
     """A page with the notebook at ``url`` open and all its cells run, once its chat is drawn.
 
     ``accept_dialogs`` accepts JupyterLab's "leave page?" on reloads; a test that answers
-    the chat's own prompts itself turns it off.
+    the chat's own prompts itself turns it off. ``open_page(page, url)`` opens the
+    notebook until its kernel is idle (JupyterLab's by default).
     """
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)
     if accept_dialogs:
         page.on("dialog", lambda dialog: dialog.accept())
-    open_lab(page, url)
+    open_page(page, url)
     page.locator(".lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
     page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
     Chat(page).textarea.wait_for(timeout=120_000)

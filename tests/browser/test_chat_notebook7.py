@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.chat_page import Chat, saved_cells, write_notebook
+from tests.browser.chat_page import Chat, chat_page, saved_cells, write_notebook
 
 SETUP = r"""
 from nbagent import Agent, ChatWidget
@@ -42,18 +42,13 @@ def wait_for_idle_kernel(lab: Any, name: str, timeout: float = 120.0) -> None:
 @pytest.fixture(scope="module")
 def page(browser: Any, jupyterlab: Any) -> Iterator[Any]:
     name = write_notebook(jupyterlab.root, "notebook7.ipynb", SETUP)
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    page.on("dialog", lambda dialog: dialog.accept())
-    page.goto(f"{jupyterlab.url}/notebooks/{name}")
-    page.locator(".jp-Notebook").wait_for()
-    wait_for_idle_kernel(jupyterlab, name)
-    page.locator(".lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
-    page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
-    Chat(page).textarea.wait_for(timeout=120_000)
-    yield page
-    context.close()
+
+    def open_notebook7(page: Any, url: str) -> None:
+        page.goto(url)
+        page.locator(".jp-Notebook").wait_for()
+        wait_for_idle_kernel(jupyterlab, name)
+
+    yield from chat_page(browser, f"{jupyterlab.url}/notebooks/{name}", open_page=open_notebook7)
 
 
 def test_send_with_enter_in_notebook_7(page: Any, artifacts: Any) -> None:
