@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._internal.images import Image, placeholders
 from ..errors import ProviderError
@@ -19,6 +19,9 @@ from ..messages import ToolCall, ToolRound, Usage
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .http import HttpProvider, SSEDecoder
 from .schema_convert import NameMap
+
+if TYPE_CHECKING:
+    from .batch.api import BatchApi
 
 logger = logging.getLogger("nbagent.providers")
 
@@ -357,6 +360,12 @@ class AnthropicProvider(HttpProvider):
     def request_path(self, request: ModelRequest) -> str:
         """``/v1/messages``; ``/messages`` when the base URL already ends in /v1 (gateways)."""
         return "/messages" if self.base_url.endswith("/v1") else "/v1/messages"
+
+    def batch_api(self) -> BatchApi:
+        """Anthropic's Message Batches API, on this provider's account."""
+        from .batch.anthropic import AnthropicBatch
+
+        return AnthropicBatch(self)
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body of ``POST /v1/messages`` for ``request``."""

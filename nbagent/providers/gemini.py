@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .._internal.images import placeholders
@@ -23,6 +23,9 @@ from ..messages import ToolCall, ToolRound, Usage, new_id
 from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallReady, UsageReport
 from .http import HttpProvider, SSEDecoder
 from .schema_convert import NameMap, to_gemini_schema
+
+if TYPE_CHECKING:
+    from .batch.api import BatchApi
 
 logger = logging.getLogger("nbagent.providers")
 
@@ -289,6 +292,12 @@ class GeminiProvider(HttpProvider):
         if request.stream:
             return f"{self._model_path}:streamGenerateContent?alt=sse"
         return f"{self._model_path}:generateContent"
+
+    def batch_api(self) -> BatchApi:
+        """The Gemini API's batch mode, on this provider's account."""
+        from .batch.gemini import GeminiBatch
+
+        return GeminiBatch(self)
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body of ``generateContent`` / ``streamGenerateContent`` for ``request``."""

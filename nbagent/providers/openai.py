@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .._internal.images import placeholders
@@ -20,6 +20,9 @@ from .base import Finished, ModelRequest, ProviderEvent, TextChunk, ToolCallRead
 from .chat import chat_messages
 from .http import Decoder, HttpProvider, SSEDecoder
 from .text_calls import wrap_decoder
+
+if TYPE_CHECKING:
+    from .batch.api import BatchApi
 
 
 def _is_openai(base_url: str) -> bool:
@@ -84,6 +87,12 @@ class OpenAIProvider(HttpProvider):
         if env.get("OPENAI_PROJECT_ID"):
             headers["openai-project"] = env["OPENAI_PROJECT_ID"]
         return headers
+
+    def batch_api(self) -> BatchApi:
+        """OpenAI's Batch API (a compatible server may not offer it), on this provider's account."""
+        from .batch.openai import OpenAIBatch
+
+        return OpenAIBatch(self)
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The Chat Completions request body for ``request``."""

@@ -29,7 +29,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (5, ("nbagent.run",)),  # the run engine: loop, steps, budgets, status lines
     (6, ("nbagent.store", "nbagent.recording", "nbagent.render", "nbagent.tracing")),
     (7, ("nbagent.batch",)),  # Agent.map's engine: rows, journal, executor, limits, progress
-    (7, ("nbagent.batch.provider_batch",)),  # mode="batch": the providers' batch APIs
+    (7, ("nbagent.batch.provider_batch",)),  # mode="batch": jobs over the providers' batch APIs
     (7, ("nbagent.batch.distributed",)),  # executor="ray"/"dask": rows on a cluster
     (8, ("nbagent.agent",)),
     (9, ("nbagent.magic", "nbagent.widget", "nbagent.chat", "nbagent.live", "nbagent.terminal",

@@ -4,8 +4,8 @@ Each row is still one ordinary agent run; its model requests are gathered into o
 batch job per request round (tools run locally between rounds), and every job is
 journaled so the same call after a kernel restart collects it. Modules:
 
-- ``api``: what a batch API adapter does, and the HTTP it sends on the live client;
-- ``openai``, ``anthropic``, ``gemini``: the three APIs, from their documented formats;
+- the APIs themselves (OpenAI, Anthropic, Gemini) are the providers' own, declared
+  by each adapter: :mod:`nbagent.providers.batch`;
 - ``provider``: the provider rows run on (live bodies in, live decoder out);
 - ``jobs``: rounds, limits, submit, poll, collect, outcomes, journal;
 - ``executor``: the rows, all launched at once; ``pricing``: the batch rate;

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ProviderError
+from ...providers.batch import BatchApi, JobStatus, Outcome, RequestLine, RequestResult
 from ...store.batch_jobs import BatchJobs, JobRequest
-from .api import BatchApi, JobStatus, Outcome, RequestLine, RequestResult
 
 __all__ = ["BatchRounds", "JobView"]
 

@@ -8,31 +8,17 @@ run on, whose provider is the live adapter wrapped in a :class:`~.provider.Batch
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
-from ...providers.anthropic import AnthropicProvider
-from ...providers.gemini import GeminiProvider
+from ...providers.batch import BatchApi
 from ...providers.http import HttpProvider
-from ...providers.openai import OpenAIProvider
-from .anthropic import AnthropicBatch
-from .api import BatchApi
 from .executor import ProviderBatchExecutor
-from .gemini import GeminiBatch
 from .jobs import BatchRounds
-from .openai import OpenAIBatch
 from .provider import BatchedProvider
 
 __all__ = ["ProviderBatch", "batch_api", "batch_mode_options"]
-
-_APIS: list[tuple[type[HttpProvider], Callable[[Any], BatchApi]]] = [
-    (OpenAIProvider, OpenAIBatch),
-    (AnthropicProvider, AnthropicBatch),
-    (GeminiProvider, GeminiBatch),
-]
-"""Which batch API each live adapter's account has."""
 
 
 @dataclass(frozen=True)
@@ -46,10 +32,10 @@ class ProviderBatch:
 
 
 def batch_api(provider: Any) -> BatchApi:
-    """The batch API of ``provider``'s account; ConfigError for a provider without one."""
-    for adapter, api in _APIS:
-        if isinstance(provider, adapter):
-            return api(provider)
+    """The batch API of ``provider``'s account (its own declaration); ConfigError if none."""
+    api = provider.batch_api() if isinstance(provider, HttpProvider) else None
+    if api is not None:
+        return api
     raise ConfigError(
         f"mode='batch' needs a provider with a batch API (OpenAI, Anthropic or Gemini), "
         f"not {getattr(provider, 'name', type(provider).__name__)}; leave mode= out to run live"

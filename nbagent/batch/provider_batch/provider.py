@@ -21,8 +21,8 @@ from ...errors import ConfigError
 from ...messages import Usage
 from ...providers import Capabilities, Provider, capabilities
 from ...providers.base import ModelRequest, ProviderEvent, UsageReport
+from ...providers.batch.api import provider_error
 from ...providers.http import HttpProvider
-from .api import provider_error
 from .pricing import batch_price
 
 if TYPE_CHECKING:

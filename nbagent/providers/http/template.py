@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
@@ -40,6 +40,9 @@ from ..families import family_capabilities
 from ..raw_log import tee
 from .decoding import Decoder
 from .session import HttpSession
+
+if TYPE_CHECKING:
+    from ..batch.api import BatchApi
 
 __all__ = ["HttpProvider"]
 
@@ -163,6 +166,10 @@ class HttpProvider:
     def choose_tool(self, name: str) -> dict[str, Any]:
         """Extra body fields forcing a call of tool ``name`` (default: none: not forced)."""
         return {}
+
+    def batch_api(self) -> BatchApi | None:
+        """The batch API of this provider's account (``Agent.map(mode="batch")``), if any."""
+        return None
 
     # -- written once -------------------------------------------------------------------
 

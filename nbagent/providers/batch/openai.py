@@ -16,18 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from ...providers.base import ModelRequest
-from ...providers.http import HttpProvider
-from .api import (
-    BatchHttp,
-    JobState,
-    JobStatus,
-    RequestLine,
-    RequestResult,
-    counted_status,
-    error_text,
-    jsonl,
-)
+from ..base import ModelRequest
+from ..http import HttpProvider
+from .api import JobState, JobStatus, RequestLine, RequestResult, counted_status
+from .client import BatchHttp, error_text, jsonl
 
 __all__ = ["OpenAIBatch"]
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...providers.base import ModelRequest
-from ...providers.http import HttpProvider
-from .api import BatchHttp, JobState, JobStatus, RequestLine, RequestResult, error_text
+from ..base import ModelRequest
+from ..http import HttpProvider
+from .api import JobState, JobStatus, RequestLine, RequestResult
+from .client import BatchHttp, error_text
 
 __all__ = ["GeminiBatch"]
 

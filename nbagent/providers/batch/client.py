@@ -1,9 +1,6 @@
-"""What every provider's batch API adapter does, and the HTTP they share.
+"""The HTTP every batch API adapter sends: on the live provider's client, key and redaction.
 
-An adapter (``openai.py``, ``anthropic.py``, ``gemini.py``) turns a list of request
-bodies, each built by the live adapter exactly as the live API would get it, into
-one job of its API, reports the job's state, reads back one result per request and
-cancels. :class:`BatchHttp` sends those requests on the live provider's own client,
+:class:`BatchHttp` sends a batch API's requests on the live provider's own client,
 headers (its key) and error reporting (secrets redacted): nothing is re-implemented
 about authentication.
 """
@@ -12,109 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from collections.abc import Mapping
+from typing import Any
 
 import httpx
 
-from ...errors import ProviderError
-from ...providers.http import HttpProvider, error_from_body, join_url
+from ..http import HttpProvider, error_from_body, join_url
 
-__all__ = [
-    "ENDED",
-    "BatchApi",
-    "BatchHttp",
-    "JobState",
-    "JobStatus",
-    "Outcome",
-    "RequestLine",
-    "RequestResult",
-]
-
-JobState = Literal[
-    "validating", "in_progress", "cancelling", "ended", "cancelled", "expired", "failed"
-]
-"""A job's state in one vocabulary, whatever its API calls it."""
-
-ENDED: frozenset[str] = frozenset(("ended", "cancelled", "expired", "failed"))
-"""States after which a job's results can be read (or it has none)."""
-
-Outcome = Literal["succeeded", "errored", "expired", "cancelled"]
-"""What became of one request of a job."""
-
-
-@dataclass(frozen=True)
-class RequestLine:
-    """One request of a job: its id in the job and the body the live API would get."""
-
-    custom_id: str
-    body: dict[str, Any]
-
-
-@dataclass
-class JobStatus:
-    """A job as its API reports it."""
-
-    job_id: str
-    state: JobState
-    counts: dict[str, int] = field(default_factory=dict)
-    """The API's own request counts (succeeded, errored...), for the listing."""
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
-    """The API's job object (where its result file or inline results are found)."""
-
-    @property
-    def ended(self) -> bool:
-        """Whether the job has stopped processing."""
-        return self.state in ENDED
-
-
-def counted_status(job: dict[str, Any], state: str, states: Mapping[str, JobState]) -> JobStatus:
-    """A job object with ``id`` and ``request_counts`` and its state in field ``state``.
-
-    The shape OpenAI's and Anthropic's batch objects share; a state not in ``states``
-    reads as still in progress.
-    """
-    counts = job.get("request_counts") or {}
-    return JobStatus(
-        str(job.get("id", "")),
-        states.get(str(job.get(state)), "in_progress"),
-        {k: int(v) for k, v in counts.items() if isinstance(v, int)},
-        job,
-    )
-
-
-@dataclass(frozen=True)
-class RequestResult:
-    """One request's result: the response body the live API would have sent, or why not."""
-
-    outcome: Outcome
-    body: dict[str, Any] | None = None
-    error: str | None = None
-
-
-class BatchApi(Protocol):
-    """A provider's batch API (see the module docstring)."""
-
-    provider: str
-    max_requests: int
-    max_bytes: int
-
-    async def submit(self, lines: Sequence[RequestLine]) -> JobStatus:
-        """Create one job of ``lines`` (within the limits); its status as accepted."""
-        ...
-
-    async def status(self, job_id: str) -> JobStatus:
-        """The job's current status."""
-        ...
-
-    async def results(self, job: JobStatus) -> dict[str, RequestResult]:
-        """The ended job's results by custom id (requests without one are left out)."""
-        ...
-
-    async def cancel(self, job_id: str) -> None:
-        """Ask the API to cancel the job (finished requests keep their results)."""
-        ...
+__all__ = ["BatchHttp", "error_text", "jsonl"]
 
 
 def _boundary(files: Mapping[str, Any]) -> str:
@@ -220,8 +122,3 @@ def error_text(provider: str, error: Any) -> str:
         return error
     _, message, _ = error_from_body(provider, None, error if isinstance(error, dict) else {})
     return message
-
-
-def provider_error(provider: str, outcome: str, message: str) -> ProviderError:
-    """The error a row's run raises when its request did not succeed in the job."""
-    return ProviderError(provider, None, f"batch_{outcome}", message)
