@@ -8,14 +8,6 @@ driver that uses it, ``Agent.map(..., mode="batch")``, is
 - ``openai``, ``anthropic``, ``gemini``: the three APIs, from their documented formats.
 """
 
-from .api import ENDED, BatchApi, JobState, JobStatus, Outcome, RequestLine, RequestResult
+from .api import BatchApi, JobStatus, Outcome, RequestLine, RequestResult
 
-__all__ = [
-    "ENDED",
-    "BatchApi",
-    "JobState",
-    "JobStatus",
-    "Outcome",
-    "RequestLine",
-    "RequestResult",
-]
+__all__ = ["BatchApi", "JobStatus", "Outcome", "RequestLine", "RequestResult"]
