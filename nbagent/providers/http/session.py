@@ -101,6 +101,10 @@ class HttpSession:
         self.provider = provider
         self.base_url = base_url
         self._headers = {"content-type": "application/json", **dict(headers or {})}
+        # Parsed once, not on every request (httpx parses a string URL and normalises
+        # a dict of headers each time: about half of building a request).
+        self._request_headers = httpx.Headers(self._headers)
+        self._urls: dict[tuple[str, str], httpx.URL] = {}
         self.errors = ErrorReporter(provider, secrets, auth_hint)
         self.retry = RetryPolicy(max_retries, backoff)
         if timeout is None:
@@ -211,16 +215,27 @@ class HttpSession:
             raise self.errors.report(payload_error(self.provider, data))
         return data
 
+    def _url(self, path: str) -> httpx.URL:
+        """The parsed URL of ``path`` on :attr:`base_url` (which a caller may change)."""
+        key = (self.base_url, path)
+        url = self._urls.get(key)
+        if url is None:
+            if len(self._urls) >= 64:  # request paths are few; a changing one must not pile up
+                self._urls.clear()
+            url = self._urls[key] = httpx.URL(join_url(self.base_url, path))
+        return url
+
     async def _send(self, path: str, body: Any, *, read_body: bool) -> httpx.Response:
         """Send with retries; return a 2xx response (body read when ``read_body``)."""
-        url = join_url(self.base_url, path)
+        url = self._url(path)
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         client = self.client()
+        headers = self._request_headers
         attempt = 0
         while True:
             started = time.perf_counter()
             try:
-                request = client.build_request("POST", url, content=content, headers=self._headers)
+                request = client.build_request("POST", url, content=content, headers=headers)
                 response = await client.send(request, stream=True)
             except httpx.TransportError as exc:
                 pause = self.retry.pause(attempt)
@@ -241,7 +256,7 @@ class HttpSession:
                 logger.debug(
                     "%s: POST %s -> %d in %.3f s (request id %s)",
                     self.provider,
-                    self.errors.redact(url),
+                    self.errors.redact(join_url(self.base_url, path)),
                     status,
                     time.perf_counter() - started,
                     response.headers.get("x-request-id") or response.headers.get("request-id"),
