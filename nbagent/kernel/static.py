@@ -355,21 +355,22 @@ def class_members(kind: type) -> list[tuple[str, str]]:
     return [(n, k) for n, k in seen.items() if k != "slot"]
 
 
+_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (types.FunctionType, "method"),
+    (classmethod, "class method"),
+    (staticmethod, "static method"),
+    (property, "property, not evaluated"),
+    (types.MemberDescriptorType, "slot"),
+    (_C_METHODS, "method"),
+    (_C_DESCRIPTORS, "field"),
+)
+"""What a class attribute is, by its type; the first row that matches decides."""
+
+
 def _kind_of(attribute: Any) -> str:
-    if _is(attribute, types.FunctionType):
-        return "method"
-    if _is(attribute, classmethod):
-        return "class method"
-    if _is(attribute, staticmethod):
-        return "static method"
-    if _is(attribute, property):
-        return "property, not evaluated"
-    if _is(attribute, types.MemberDescriptorType):
-        return "slot"
-    if _is(attribute, _C_METHODS):
-        return "method"
-    if _is(attribute, _C_DESCRIPTORS):
-        return "field"
-    if _has(type(attribute), "__get__") and not _is(attribute, _C_DESCRIPTORS):
+    for kind, name in _KINDS:
+        if _is(attribute, kind):
+            return name
+    if _has(type(attribute), "__get__"):
         return "descriptor, not evaluated"
     return "attribute"
