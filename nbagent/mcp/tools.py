@@ -110,6 +110,11 @@ def check_schema(server: str, name: str, schema: Any) -> dict[str, Any]:
 _TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
 _MAPS = ("properties", "$defs", "definitions", "patternProperties")
 _LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_HOLDERS: dict[str, tuple[type, str]] = {
+    **dict.fromkeys(_MAPS, (dict, "an object")),
+    **dict.fromkeys(_LISTS, (list, "a list")),
+}
+"""Keywords holding subschemas by name or by position, with the container each must be."""
 _ONE = ("items", "additionalProperties", "not", "if", "then", "else")
 
 
@@ -133,24 +138,14 @@ def _malformed(node: Any, at: str) -> str | None:
         isinstance(required, list) and all(isinstance(r, str) for r in required)
     ):
         return f"'required' of {where} is not a list of names"
-    for key in _MAPS:
+    for key, (holder, what) in _HOLDERS.items():
         children = node.get(key)
         if children is None:
             continue
-        if not isinstance(children, dict):
-            return f"'{key}' of {where} is not an object"
-        for child_name, child in children.items():
-            found = _malformed(child, f"{at}.{key}.{child_name}".lstrip("."))
-            if found:
-                return found
-    for key in _LISTS:
-        children = node.get(key)
-        if children is None:
-            continue
-        if not isinstance(children, list):
-            return f"'{key}' of {where} is not a list"
-        for index, child in enumerate(children):
-            found = _malformed(child, f"{at}.{key}[{index}]".lstrip("."))
+        if not isinstance(children, holder):
+            return f"'{key}' of {where} is not {what}"
+        for place, child in _placed(children):
+            found = _malformed(child, f"{at}.{key}{place}".lstrip("."))
             if found:
                 return found
     for key in _ONE:
@@ -159,6 +154,13 @@ def _malformed(node: Any, at: str) -> str | None:
             if found:
                 return found
     return None
+
+
+def _placed(children: dict[str, Any] | list[Any]) -> list[tuple[str, Any]]:
+    """Each subschema of a holder with its place in the path (``.name`` or ``[index]``)."""
+    if isinstance(children, dict):
+        return [(f".{name}", child) for name, child in children.items()]
+    return [(f"[{index}]", child) for index, child in enumerate(children)]
 
 
 def _refs(node: Any) -> list[str]:
