@@ -116,6 +116,11 @@ def _add_costs(a: Usage, b: Usage) -> float | None:
     return None if a.cost is None or b.cost is None else a.cost + b.cost
 
 
+def _when_set(**optional: Any) -> dict[str, Any]:
+    """The optional fields that hold something (``to_dict`` leaves out empty ones)."""
+    return {key: value for key, value in optional.items() if value}
+
+
 @dataclass
 class ToolSpec:
     """What a model is told about one tool: name, description and JSON schema."""
@@ -145,11 +150,9 @@ class ToolCall:
     def to_dict(self) -> dict[str, Any]:
         """This value as plain JSON-ready data."""
         data: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
-        if self.raw_arguments is not None:
+        if self.raw_arguments is not None:  # "" (a call without arguments) is kept as sent
             data["raw_arguments"] = self.raw_arguments
-        if self.provider_data:
-            data["provider_data"] = self.provider_data
-        return data
+        return data | _when_set(provider_data=self.provider_data)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
@@ -192,7 +195,7 @@ class ToolResult:
 
     def to_dict(self) -> dict[str, Any]:
         """This value as plain JSON-ready data."""
-        data: dict[str, Any] = {
+        return {
             "call_id": self.call_id,
             "name": self.name,
             "ok": self.ok,
@@ -200,14 +203,12 @@ class ToolResult:
             "error": self.error,
             "duration_s": self.duration_s,
             "truncated": self.truncated,
+            **_when_set(
+                traceback=self.traceback,
+                approval=self.approval,
+                images=[image.to_dict() for image in self.images],
+            ),
         }
-        if self.traceback:
-            data["traceback"] = self.traceback
-        if self.approval:
-            data["approval"] = self.approval
-        if self.images:
-            data["images"] = [image.to_dict() for image in self.images]
-        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
@@ -243,16 +244,14 @@ class ToolRound:
 
     def to_dict(self) -> dict[str, Any]:
         """This value as plain JSON-ready data."""
-        data: dict[str, Any] = {
+        return {
             "assistant_text": self.assistant_text,
             "calls": [c.to_dict() for c in self.calls],
             "results": [r.to_dict() for r in self.results],
             "usage": self.usage.to_dict(),
             "duration_s": self.duration_s,
+            **_when_set(provider_data=self.provider_data),
         }
-        if self.provider_data:
-            data["provider_data"] = self.provider_data
-        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolRound:
