@@ -7,11 +7,14 @@ import inspect
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from ..errors import at_boundary
+from ..errors import at_boundary, did_you_mean
 from ..messages import ToolCall, ToolSpec
 from .clash import settle
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class Tool:
@@ -166,19 +169,25 @@ class ToolRegistry(Mapping[str, Tool]):
 REGISTRY = ToolRegistry()
 
 
+class ToolOptions(TypedDict, total=False):
+    """The keywords of :class:`Tool` after the function, as ``@tool(...)`` passes them on."""
+
+    name: str | None
+    description: str | None
+    timeout: float | None
+    requires_approval: bool
+    max_output_chars: int | None
+    sequential: bool
+    retries: int
+    retry_on: tuple[type[BaseException], ...]
+    retry_backoff: float
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
-    name: str | None = None,
-    description: str | None = None,
-    timeout: float | None = None,
-    requires_approval: bool = False,
-    max_output_chars: int | None = None,
-    sequential: bool = False,
     register: bool = True,
-    retries: int = 0,
-    retry_on: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError),
-    retry_backoff: float = 0.5,
+    **options: Unpack[ToolOptions],
 ) -> Any:
     """Turn a function into a :class:`Tool` and add it to the kernel-wide registry.
 
@@ -186,34 +195,27 @@ def tool(
 
     Args:
         fn: the function (sync or async), method, partial or callable object.
+        register: add the tool to the kernel-wide registry (``REGISTRY``).
         name: the name the model sees (default: the function's name).
         description: what the model is told the tool does (default: the docstring).
         timeout: seconds before a call becomes a "timed out" error result.
         requires_approval: ask a human (or the ``NBAGENT_APPROVAL`` policy) first.
         max_output_chars: per-call limit of the text the model sees.
         sequential: never run two calls of sequential tools at the same time.
-        register: add the tool to the kernel-wide registry (``REGISTRY``).
         retries: attempts after the first when it raises one of ``retry_on`` (default
             none), after an exponential backoff with jitter starting at
             ``retry_backoff`` seconds; each retry is a progress line of the call.
         retry_on: the exceptions worth a retry (default ConnectionError, TimeoutError).
         retry_backoff: the first wait between attempts, in seconds.
     """
+    unknown = sorted(options.keys() - ToolOptions.__optional_keys__)
+    if unknown:  # raised here, at tool(), as for a misspelt parameter of any function
+        hint = did_you_mean(unknown[0], sorted(ToolOptions.__optional_keys__))
+        raise TypeError(f"tool() got an unexpected keyword argument {unknown[0]!r}.{hint}")
 
     def wrap(f: Callable[..., Any]) -> Tool:
         try:
-            t = Tool(
-                f,
-                name=name,
-                description=description,
-                timeout=timeout,
-                requires_approval=requires_approval,
-                max_output_chars=max_output_chars,
-                sequential=sequential,
-                retries=retries,
-                retry_on=retry_on,
-                retry_backoff=retry_backoff,
-            )
+            t = Tool(f, **options)
         except TypeError as exc:  # a parameter a model cannot send: one frame, one line
             raise at_boundary(exc) from None
         # Methods are registered only once bound (``obj.method``): unbound they lack ``self``.
