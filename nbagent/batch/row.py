@@ -108,15 +108,18 @@ class RowContext:
 
 
 async def run_row(
-    context: RowContext, prompt: str
+    context: RowContext, prompt: str, conversation: Conversation | None = None
 ) -> tuple[RunResult | None, BaseException | None]:
     """Run ``prompt`` in a new conversation; (the result, the error the run raised).
 
-    The one place a row's run starts: the agent's public run with a conversation of
-    the row's own (``agent.conversation`` stays as it is).
+    The one place a row's run starts, on the driver and on a cluster's workers: the
+    agent's public run with a conversation of the row's own (``agent.conversation``
+    stays as it is). ``conversation``: that conversation, when the caller chose its id
+    or reads its messages afterwards (a worker); None: a new one.
     """
     _IN_ROW.set(True)  # this row's task (and the run it starts) log quietly
-    conversation = Conversation(system=context.agent.system)
+    if conversation is None:
+        conversation = Conversation(system=context.agent.system)
     result: RunResult | None = None
     error: BaseException | None = None
     events = context.agent.stream(prompt, conversation=conversation, **context.options)

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 import httpx
 
-from ...events import RunFinished
 from ...messages import Conversation, Message, ToolRound
 from ...results import RunResult
-from ..row import dump_output
+from ..row import RowContext, dump_output, run_row
 from .limiter import LimiterCalls, LimiterHooks
 from .spec import AgentSpec
 
@@ -69,21 +68,13 @@ class WorkerAgent:
         self.agent.settings = parts.settings
         self.options = parts.row_options
         self.output_type = parts.row_options.get("output_type")
+        # No store: the driver writes the history from the messages sent back.
+        self._rows = RowContext(self.agent, self.options, store=None, secrets=[], history=False)
 
     async def run(self, prompt: str, conversation_id: str, *, keep_messages: bool) -> RemoteRun:
         """Run one row in conversation ``conversation_id``; ``keep_messages``: send them back."""
         conversation = Conversation(id=conversation_id, system=self.agent.system)
-        result: RunResult | None = None
-        error: BaseException | None = None
-        events = self.agent.stream(prompt, conversation=conversation, **self.options)
-        try:
-            async for event in events:
-                if isinstance(event, RunFinished):
-                    result = event.result
-        except Exception as exc:  # the row failed: the driver's error column says why
-            error = exc
-        finally:
-            await events.aclose()
+        result, error = await run_row(self._rows, prompt, conversation)
         failed = error is not None or result is None or result.stop_reason != "complete"
         remote = RemoteRun(None)
         if result is not None:
