@@ -110,7 +110,8 @@ def check_schema(server: str, name: str, schema: Any) -> dict[str, Any]:
 _TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
 _MAPS = ("properties", "$defs", "definitions", "patternProperties")
 _LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_HOLDERS: dict[str, tuple[type, str]] = {
+_Holder = type[dict[str, Any]] | type[list[Any]]
+_HOLDERS: dict[str, tuple[_Holder, str]] = {
     **dict.fromkeys(_MAPS, (dict, "an object")),
     **dict.fromkeys(_LISTS, (list, "a list")),
 }
