@@ -16,42 +16,35 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
-from ..base import ModelRequest
-from ..http import HttpProvider
-from .api import JobState, JobStatus, RequestLine, RequestResult, counted_status
-from .client import BatchHttp, error_text, jsonl
+from .api import CountedStatus, JobStatus, RequestLine, RequestResult
+from .client import BatchAdapter, error_text, jsonl
 
 __all__ = ["AnthropicBatch"]
 
-_STATES: dict[str, JobState] = {
-    "in_progress": "in_progress",
-    "canceling": "cancelling",
-    "ended": "ended",
-}
+_STATUS = CountedStatus(
+    "processing_status",
+    {"in_progress": "in_progress", "canceling": "cancelling", "ended": "ended"},
+)
 _OUTCOMES = {"succeeded": "succeeded", "errored": "errored", "expired": "expired",
              "canceled": "cancelled"}  # fmt: skip
 
 
-class AnthropicBatch:
+class AnthropicBatch(BatchAdapter, provider="anthropic", max_requests=100_000, max_megabytes=256):
     """The Message Batches API of the provider's account."""
 
-    provider = "anthropic"
-    max_requests = 100_000
-    max_bytes = 256 * 1024 * 1024
-
-    def __init__(self, provider: HttpProvider) -> None:
-        self.http = BatchHttp(provider)
-        # "/v1/messages" or "/messages" (a gateway's base URL ending in /v1), as live.
-        self.path = provider.request_path(ModelRequest(system=None, messages=[])) + "/batches"
+    @property
+    def path(self) -> str:
+        """``/v1/messages/batches``, or ``/messages/batches`` where the live path has no /v1."""
+        return self.live_path + "/batches"
 
     async def submit(self, lines: Sequence[RequestLine]) -> JobStatus:
         """One job of the Messages bodies, ``params`` as the live API gets them."""
         requests = [{"custom_id": line.custom_id, "params": line.body} for line in lines]
-        return _status(await self.http.json("POST", self.path, body={"requests": requests}))
+        return _STATUS.read(await self.http.json("POST", self.path, body={"requests": requests}))
 
     async def status(self, job_id: str) -> JobStatus:
         """The job's ``processing_status`` and ``request_counts``."""
-        return _status(await self.http.json("GET", f"{self.path}/{quote(job_id, safe='')}"))
+        return _STATUS.read(await self.http.json("GET", f"{self.path}/{quote(job_id, safe='')}"))
 
     async def results(self, job: JobStatus) -> dict[str, RequestResult]:
         """The results file's lines by custom id (in any order)."""
@@ -66,10 +59,6 @@ class AnthropicBatch:
     async def cancel(self, job_id: str) -> None:
         """Cancel the job (requests already done keep their results)."""
         await self.http.send("POST", f"{self.path}/{quote(job_id, safe='')}/cancel")
-
-
-def _status(job: dict[str, Any]) -> JobStatus:
-    return counted_status(job, "processing_status", _STATES)
 
 
 def _result(result: dict[str, Any]) -> RequestResult:

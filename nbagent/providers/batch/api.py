@@ -17,6 +17,7 @@ from ...errors import ProviderError
 __all__ = [
     "ENDED",
     "BatchApi",
+    "CountedStatus",
     "JobState",
     "JobStatus",
     "Outcome",
@@ -61,19 +62,26 @@ class JobStatus:
         return self.state in ENDED
 
 
-def counted_status(job: dict[str, Any], state: str, states: Mapping[str, JobState]) -> JobStatus:
-    """A job object with ``id`` and ``request_counts`` and its state in field ``state``.
+@dataclass(frozen=True)
+class CountedStatus:
+    """How a job object with ``id`` and ``request_counts`` reports its state.
 
-    The shape OpenAI's and Anthropic's batch objects share; a state not in ``states``
-    reads as still in progress.
+    The shape OpenAI's and Anthropic's batch objects share: the state is in the field
+    ``state_field``, in the API's words, which ``states`` maps to a :data:`JobState`.
     """
-    counts = job.get("request_counts") or {}
-    return JobStatus(
-        str(job.get("id", "")),
-        states.get(str(job.get(state)), "in_progress"),
-        {k: int(v) for k, v in counts.items() if isinstance(v, int)},
-        job,
-    )
+
+    state_field: str
+    states: Mapping[str, JobState]
+
+    def read(self, job: dict[str, Any]) -> JobStatus:
+        """The job object as a status (a state not in ``states`` reads as still in progress)."""
+        counts = job.get("request_counts") or {}
+        return JobStatus(
+            str(job.get("id", "")),
+            self.states.get(str(job.get(self.state_field)), "in_progress"),
+            {k: int(v) for k, v in counts.items() if isinstance(v, int)},
+            job,
+        )
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,10 @@ class RequestResult:
 
 
 class BatchApi(Protocol):
-    """A provider's batch API (see the module docstring)."""
+    """A provider's batch API (see the module docstring).
+
+    The three adapters build on :class:`~.client.BatchAdapter`.
+    """
 
     provider: str
     max_requests: int

@@ -14,9 +14,10 @@ from typing import Any
 
 import httpx
 
+from ..base import ModelRequest
 from ..http import HttpProvider, error_from_body, join_url
 
-__all__ = ["BatchHttp", "error_text", "jsonl"]
+__all__ = ["BatchAdapter", "BatchHttp", "error_text", "jsonl"]
 
 
 def _boundary(files: Mapping[str, Any]) -> str:
@@ -122,3 +123,32 @@ def error_text(provider: str, error: Any) -> str:
         return error
     _, message, _ = error_from_body(provider, None, error if isinstance(error, dict) else {})
     return message
+
+
+class BatchAdapter:
+    """What the batch API adapters share: their limits, and the live provider's HTTP and path.
+
+    An adapter names its provider and limits as class keywords, as in ``class
+    AnthropicBatch(BatchAdapter, provider="anthropic", max_requests=100_000,
+    max_megabytes=256)``, and implements the methods of :class:`~.api.BatchApi`.
+    """
+
+    provider: str
+    """The provider's name (the job journal's key)."""
+    max_requests: int
+    """Requests one job may hold at most."""
+    max_bytes: int
+    """Bytes of request bodies one job may hold at most."""
+
+    def __init_subclass__(
+        cls, *, provider: str, max_requests: int, max_megabytes: int, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.provider = provider
+        cls.max_requests = max_requests
+        cls.max_bytes = max_megabytes * 1024 * 1024
+
+    def __init__(self, provider: HttpProvider) -> None:
+        self.http = BatchHttp(provider)
+        self.live_path = provider.request_path(ModelRequest(system=None, messages=[], stream=False))
+        """The path of the live non-streaming call, which the API's own paths derive from."""

@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..base import ModelRequest
 from ..http import HttpProvider
 from .api import JobState, JobStatus, RequestLine, RequestResult
-from .client import BatchHttp, error_text
+from .client import BatchAdapter, error_text
 
 __all__ = ["GeminiBatch"]
 
@@ -31,18 +30,13 @@ _STATES: dict[str, JobState] = {
 }
 
 
-class GeminiBatch:
+class GeminiBatch(BatchAdapter, provider="gemini", max_requests=50_000, max_megabytes=20):
     """Gemini's batch mode for the provider's model (its base URL, key and client)."""
 
-    provider = "gemini"
-    max_requests = 50_000
-    max_bytes = 20 * 1024 * 1024
-
     def __init__(self, provider: HttpProvider) -> None:
-        self.http = BatchHttp(provider)
-        live = provider.request_path(ModelRequest(system=None, messages=[], stream=False))
-        self.create_path = live.rsplit(":", 1)[0] + ":batchGenerateContent"
-        self.version = live.split("/models/", 1)[0]  # "/v1beta", or "" when in the base URL
+        super().__init__(provider)
+        self.create_path = self.live_path.rsplit(":", 1)[0] + ":batchGenerateContent"
+        self.version = self.live_path.split("/models/", 1)[0]  # "/v1beta", "" in the base URL
 
     async def submit(self, lines: Sequence[RequestLine]) -> JobStatus:
         """One batch of inline requests; the reply is its operation."""

@@ -16,38 +16,35 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from ..base import ModelRequest
 from ..http import HttpProvider
-from .api import JobState, JobStatus, RequestLine, RequestResult, counted_status
-from .client import BatchHttp, error_text, jsonl
+from .api import CountedStatus, JobStatus, RequestLine, RequestResult
+from .client import BatchAdapter, error_text, jsonl
 
 __all__ = ["OpenAIBatch"]
 
-_STATES: dict[str, JobState] = {
-    "validating": "validating",
-    "in_progress": "in_progress",
-    "finalizing": "in_progress",
-    "cancelling": "cancelling",
-    "completed": "ended",
-    "expired": "expired",
-    "cancelled": "cancelled",
-    "failed": "failed",
-}
+_STATUS = CountedStatus(
+    "status",
+    {
+        "validating": "validating",
+        "in_progress": "in_progress",
+        "finalizing": "in_progress",
+        "cancelling": "cancelling",
+        "completed": "ended",
+        "expired": "expired",
+        "cancelled": "cancelled",
+        "failed": "failed",
+    },
+)
 
 
-class OpenAIBatch:
+class OpenAIBatch(BatchAdapter, provider="openai", max_requests=50_000, max_megabytes=200):
     """The Batch API of the provider's OpenAI account (its base URL, key and client)."""
 
-    provider = "openai"
-    max_requests = 50_000
-    max_bytes = 200 * 1024 * 1024
-
     def __init__(self, provider: HttpProvider, *, completion_window: str = "24h") -> None:
-        self.http = BatchHttp(provider)
+        super().__init__(provider)
         self.completion_window = completion_window
-        path = provider.request_path(ModelRequest(system=None, messages=[]))
         # The line's url is the endpoint's path as the API sees it: "/v1/chat/completions".
-        self.endpoint = urlsplit(self.http.url(path)).path
+        self.endpoint = urlsplit(self.http.url(self.live_path)).path
 
     async def submit(self, lines: Sequence[RequestLine]) -> JobStatus:
         """Upload the lines as a file and start a job over it."""
@@ -73,11 +70,11 @@ class OpenAIBatch:
             body={"input_file_id": uploaded["id"], "endpoint": self.endpoint,
                   "completion_window": self.completion_window},
         )  # fmt: skip
-        return _status(job)
+        return _STATUS.read(job)
 
     async def status(self, job_id: str) -> JobStatus:
         """The job's status and request counts."""
-        return _status(await self.http.json("GET", f"/batches/{quote(job_id, safe='')}"))
+        return _STATUS.read(await self.http.json("GET", f"/batches/{quote(job_id, safe='')}"))
 
     async def results(self, job: JobStatus) -> dict[str, RequestResult]:
         """Both files' lines: answers, and requests that failed, expired or were cancelled."""
@@ -96,10 +93,6 @@ class OpenAIBatch:
     async def cancel(self, job_id: str) -> None:
         """Cancel the job (finished requests stay in its output file)."""
         await self.http.send("POST", f"/batches/{quote(job_id, safe='')}/cancel")
-
-
-def _status(job: dict[str, Any]) -> JobStatus:
-    return counted_status(job, "status", _STATES)
 
 
 def _result(item: dict[str, Any]) -> RequestResult:
