@@ -38,7 +38,9 @@ def stored_turn(
         parts.append(cards_html(reply.rounds or []))
         body = [render_round_html(r, i) for i, r in enumerate(reply.rounds or [])]
         body.append(f'<div class="nba-answer">{render_markdown(reply.content)}</div>')
-        body.append(f'<div class="nba-footer">{escape(footer_of(reply, duration))}</div>')
+        footer = escape(footer_of(reply, duration))
+        footer = footer.replace("stopped:", '<span class="nba-stopped">stopped:</span>', 1)
+        body.append(f'<div class="nba-footer">{footer}</div>')
         parts.append(wrap("".join(body)))
     parts.append("</div>")
     return {"prompt": view.text, "html": "".join(parts)}
@@ -48,7 +50,8 @@ def footer_of(reply: Message, duration: float | None) -> str:
     """The live footer's words (:func:`nbagent.render.footer_text`) from what history keeps.
 
     The model, rounds, tokens, the run's duration and how it stopped. The price is
-    not kept (a Usage loads back without its cost), so it shows only when known.
+    not kept (a Usage loads back without its cost), so it shows only when known; nor
+    are the run's notes or why a model was chosen.
     """
     rounds = len(reply.rounds or [])
     footer = [reply.model or "", f"{rounds} round" + ("" if rounds == 1 else "s")]
@@ -60,6 +63,9 @@ def footer_of(reply: Message, duration: float | None) -> str:
             footer.append(format_cost(reply.usage.cost))
     if duration is not None:
         footer.append(duration_text(duration))
+    note = (reply.provider_data or {}).get("footer_note")  # the embedded model's own words
+    if isinstance(note, str) and note:
+        footer.append(note)
     if reply.stop_reason and reply.stop_reason not in ("complete", "end_turn", "stop"):
         footer.append(f"stopped: {stop_reason_words(reply.stop_reason)}")
     return " · ".join(f for f in footer if f)
