@@ -18,6 +18,7 @@ from ..results import stop_reason_words
 from ..store import Store, resolve_store
 from ..store.chat_rows import ChatRows, UserView, chat_rows, keep_user_view
 from .cards import cards_html
+from .code_calls import show_code_once
 from .mentions import user_html
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ def stored_turn(
     parts = ['<div class="nbagent-turn">', user_html(view.text, view.notes)]
     if reply is not None:
         parts.append(cards_html(reply.rounds or []))
-        body = [render_round_html(r, i) for i, r in enumerate(reply.rounds or [])]
+        panels = "".join(render_round_html(r, i) for i, r in enumerate(reply.rounds or []))
+        body = [show_code_once(panels, [c for r in reply.rounds or [] for c in r.calls])]
         body.append(f'<div class="nba-answer">{render_markdown(reply.content)}</div>')
         footer = escape(footer_of(reply, duration))
         footer = footer.replace("stopped:", '<span class="nba-stopped">stopped:</span>', 1)

@@ -12,6 +12,7 @@ from ..messages import Conversation, ToolCall, ToolRound
 from ..render import Transcript, escape
 from ..results import RunResult
 from .cards import cards_html
+from .code_calls import show_code_once
 from .mentions import user_html
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ class Turn:
         self.error: str | None = None
         self._status = ""
         self._started: dict[str, float] = {}  # call id -> when this turn first saw it running
+        self._highlighted: dict[str, str] = {}  # code -> its highlighted block (see .code_calls)
 
     @property
     def transcript(self) -> Transcript:
@@ -93,7 +95,7 @@ class Turn:
         """The whole turn as HTML: the user's message, then the run's panels."""
         parts = ['<div class="nbagent-turn">', user_html(self.prompt, self.notes())]
         parts.append(self.cards())
-        parts.append(self.transcript.html())
+        parts.append(self.panels())
         if self.error:
             parts.append(f'<div class="nbagent-chat-error">{escape(self.error)}</div>')
         parts.append("</div>")
@@ -106,6 +108,18 @@ class Turn:
             shown = ", ".join(f"{i.format} {i.width}×{i.height}" for i in self.images)
             notes.append(f"Attached: {shown}")
         return notes
+
+    def panels(self) -> str:
+        """The run's round panels, answer and footer, each code call's code shown once."""
+        transcript = self.transcript
+        finished = transcript.result.rounds if transcript.result else transcript.rounds
+        calls = [c for r in finished for c in r.calls]
+        if transcript.result is None:
+            calls += transcript.calls
+        waiting = {c.id for c in self.chat.pending_approvals}
+        return show_code_once(
+            transcript.html(), calls, waiting=waiting, highlighted=self._highlighted
+        )
 
     def cards(self) -> str:
         """The tool cards of the run so far (see :mod:`.cards`)."""
