@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 
 from .._internal.redaction import process_scrubber
 from .database import Database
-from .tree import _family
-
-_NO_LIMIT = 1 << 62
+from .tree import written_spans
 
 
 @dataclass(frozen=True)
@@ -70,25 +68,18 @@ def chat_rows(store: Database, conversation_id: str) -> ChatRows:
 
 
 def _chat_rows(db: sqlite3.Connection, conversation_id: str) -> ChatRows:
-    nodes = _family(db, conversation_id)
     found = ChatRows()
-    owner: str | None = conversation_id
-    below = _NO_LIMIT  # positions from here on were read from a later branch
-    while owner is not None:
-        node = nodes.get(owner)
-        start = node.branch_at if node is not None and node.branch_of is not None else 0
+    for owner, start, end in written_spans(db, conversation_id):
         for position, role, view, duration in db.execute(
             "SELECT position, role, user_view, duration_s FROM messages "
             "WHERE conversation_id = ? AND position >= ? AND position < ?",
-            (owner, start, below),
+            (owner, start, end),
         ):
             shown = _view(view) if role == "user" and view else None
             if shown is not None:
                 found.views[position] = shown
             elif role == "assistant" and duration is not None:
                 found.durations[position] = float(duration)
-        below = min(below, start)
-        owner = node.branch_of if node is not None and start > 0 else None
     return found
 
 

@@ -50,6 +50,16 @@ def test_views_and_durations_come_back_and_a_branch_reads_the_rows_it_copied(
     assert rows.views == {0: view, 2: UserView("typed @other")}
     assert set(rows.durations) == {1, 3} and rows.durations[1] == elapsed[0]
 
+    # A branch of the branch at message 4 reads 0-1 from the original, 2-3 from the branch.
+    twig = Agent(ScriptedModel(lambda r: "ok"))
+    twig.conversation.messages = branch.conversation.messages[:4]
+    start_branch(store, twig.conversation.id, branch.conversation.id, 4)
+    twig.run_sync("sent last")
+    assert keep_user_view(store, twig.conversation.id, 4, UserView("typed @last"))
+    rows = chat_rows(store, twig.conversation.id)
+    assert rows.views == {0: view, 2: UserView("typed @other"), 4: UserView("typed @last")}
+    assert set(rows.durations) == {1, 3, 5}
+
 
 def test_a_kept_view_is_redacted(history_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "nbtest-" + uuid.uuid4().hex
