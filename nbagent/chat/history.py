@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..cost import format_cost
 from ..errors import ConfigError
 from ..messages import Conversation, Message
 from ..render import escape, render_markdown, render_round_html
@@ -59,9 +60,7 @@ def footer_of(reply: Message, duration: float | None) -> str:
     footer = [reply.model or "", f"{rounds} round" + ("" if rounds == 1 else "s")]
     if reply.usage is not None and reply.usage.total_tokens:
         footer.append(tokens_text(reply.usage))
-        if reply.usage.cost is not None:
-            from ..cost import format_cost
-
+        if reply.usage.cost is not None:  # a message of this session, not reloaded
             footer.append(format_cost(reply.usage.cost))
     if duration is not None:
         footer.append(duration_text(duration))

@@ -132,6 +132,8 @@ async def test_a_pasted_image_goes_with_the_next_message_and_is_stored(tmp_path:
     # Stored with the conversation, as prompt images are.
     user = Store(tmp_path / "h.db").load(chat.conversation_id).messages[0]
     assert [(i.width, i.height) for i in user.images] == [(64, 48)]
+    again = ChatWidget.resume(store=tmp_path / "h.db", model=ScriptedModel())
+    assert "Attached: PNG 64×48" in user_part(again.turns[0])  # reopened as it was shown
 
 
 def test_an_image_over_the_cap_is_refused_with_the_reason() -> None:
