@@ -9,62 +9,114 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..cost import format_cost
 from ..errors import ConfigError
 from ..messages import Conversation, Message
 from ..render import escape, render_markdown, render_round_html
 from ..render.css import wrap
-from ..render.summary import tokens_text
+from ..render.summary import duration_text, tokens_text
+from ..results import stop_reason_words
 from ..store import Store, resolve_store
+from ..store.chat_rows import ChatRows, UserView, chat_rows, keep_user_view
 from .cards import cards_html
-from .mentions import prompt_html
+from .code_calls import show_code_once
+from .mentions import user_html
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from .turn import Turn
 
 
-def user_html(prompt: str) -> str:
-    """The user's message, as every turn starts."""
-    return (
-        '<div class="nbagent-user"><div class="nbagent-user-label">You</div>'
-        f"{prompt_html(prompt)}</div>"
-    )
+def stored_turn(
+    view: UserView, reply: Message | None, duration: float | None = None
+) -> dict[str, Any]:
+    """One turn from history: ``{"prompt", "html"}`` like a live turn's state.
 
-
-def stored_turn(prompt: str, reply: Message | None) -> dict[str, Any]:
-    """One turn from history: ``{"prompt", "html"}`` like a live turn's state."""
-    parts = ['<div class="nbagent-turn">', user_html(prompt)]
+    ``view``: the user message as the chat showed it; ``duration``: the seconds its
+    answer's run took, when the history kept them.
+    """
+    parts = ['<div class="nbagent-turn">', user_html(view.text, view.notes)]
     if reply is not None:
         parts.append(cards_html(reply.rounds or []))
-        body = [render_round_html(r, i) for i, r in enumerate(reply.rounds or [])]
+        panels = "".join(render_round_html(r, i) for i, r in enumerate(reply.rounds or []))
+        body = [show_code_once(panels, [c for r in reply.rounds or [] for c in r.calls])]
         body.append(f'<div class="nba-answer">{render_markdown(reply.content)}</div>')
-        # As the live footer has it, from what the history keeps (no duration or price).
-        rounds = len(reply.rounds or [])
-        footer = [reply.model or "", f"{rounds} round" + ("" if rounds == 1 else "s")]
-        if reply.usage is not None and reply.usage.total_tokens:
-            footer.append(tokens_text(reply.usage))
-        if reply.stop_reason and reply.stop_reason not in ("complete", "end_turn", "stop"):
-            footer.append(f"stopped: {reply.stop_reason}")
-        body.append(f'<div class="nba-footer">{escape(" · ".join(f for f in footer if f))}</div>')
+        footer = escape(footer_of(reply, duration))
+        footer = footer.replace("stopped:", '<span class="nba-stopped">stopped:</span>', 1)
+        body.append(f'<div class="nba-footer">{footer}</div>')
         parts.append(wrap("".join(body)))
     parts.append("</div>")
-    return {"prompt": prompt, "html": "".join(parts)}
+    return {"prompt": view.text, "html": "".join(parts)}
 
 
-def turns_of(conversation: Conversation) -> list[dict[str, Any]]:
-    """Every turn of ``conversation``, oldest first (a user message without a reply too)."""
+def footer_of(reply: Message, duration: float | None) -> str:
+    """The live footer's words (:func:`nbagent.render.footer_text`) from what history keeps.
+
+    The model, rounds, tokens, the run's duration and how it stopped. The price is
+    not kept (a Usage loads back without its cost), so it shows only when known; nor
+    are the run's notes or why a model was chosen.
+    """
+    rounds = len(reply.rounds or [])
+    footer = [reply.model or "", f"{rounds} round" + ("" if rounds == 1 else "s")]
+    if reply.usage is not None and reply.usage.total_tokens:
+        footer.append(tokens_text(reply.usage))
+        if reply.usage.cost is not None:  # a message of this session, not reloaded
+            footer.append(format_cost(reply.usage.cost))
+    if duration is not None:
+        footer.append(duration_text(duration))
+    note = (reply.provider_data or {}).get("footer_note")  # the embedded model's own words
+    if isinstance(note, str) and note:
+        footer.append(note)
+    if reply.stop_reason and reply.stop_reason not in ("complete", "end_turn", "stop"):
+        footer.append(f"stopped: {stop_reason_words(reply.stop_reason)}")
+    return " · ".join(f for f in footer if f)
+
+
+def turns_of(conversation: Conversation, store: Store | None = None) -> list[dict[str, Any]]:
+    """Every turn of ``conversation``, oldest first (a user message without a reply too).
+
+    With ``store``, user messages show as they were typed and footers give durations.
+    """
+    rows = rows_of(store, conversation)
     turns: list[dict[str, Any]] = []
-    prompt: str | None = None
-    for message in conversation.messages:
+    view: UserView | None = None
+    for position, message in enumerate(conversation.messages):
         if message.role == "user":
-            if prompt is not None:
-                turns.append(stored_turn(prompt, None))
-            prompt = message.content
+            if view is not None:
+                turns.append(stored_turn(view, None))
+            view = rows.views.get(position) or UserView(message.content)
         elif message.role == "assistant":
-            turns.append(stored_turn(prompt or "", message))
-            prompt = None
-    if prompt is not None:
-        turns.append(stored_turn(prompt, None))
+            duration = rows.durations.get(position)
+            turns.append(stored_turn(view or UserView(""), message, duration))
+            view = None
+    if view is not None:
+        turns.append(stored_turn(view, None))
     return turns
+
+
+def rows_of(store: Store | None, conversation: Conversation) -> ChatRows:
+    """What the history keeps for the chat beside ``conversation``'s messages."""
+    if store is None or not conversation.messages:
+        return ChatRows()  # a new chat reads (and creates) no history file
+    try:
+        return chat_rows(store, conversation.id)
+    except Exception:  # history unavailable: the turns show the text sent, no duration
+        return ChatRows()
+
+
+def keep_typed(store: Store | None, conversation: Conversation, turn: Turn) -> None:
+    """Keep how ``turn``'s message was shown, when it differs from the text sent.
+
+    Called once its run ended, so the run's writer has saved the message.
+    """
+    notes = tuple(turn.notes())
+    if store is None or (turn.prompt == turn.sent and not notes):
+        return
+    messages = conversation.messages
+    position = turn.position
+    if not (position < len(messages) and messages[position].role == "user"):
+        return  # the run never added the message (it failed before starting)
+    keep_user_view(store, conversation.id, position, UserView(turn.prompt, notes))
 
 
 def store_of(agent: Agent) -> Store:

@@ -81,5 +81,14 @@ def prompt_html(prompt: str) -> str:
     return "".join(parts)
 
 
+def user_html(prompt: str, notes: Iterable[str] = ()) -> str:
+    """The user's message as a turn starts: its text with chips, then the notes under it."""
+    lines = "".join(f'<div class="nbagent-sent-note">{escape(note)}</div>' for note in notes)
+    return (
+        '<div class="nbagent-user"><div class="nbagent-user-label">You</div>'
+        f"{prompt_html(prompt)}</div>{lines}"
+    )
+
+
 def _type_name(value: Any) -> str:
     return str(_TYPE_NAME.__get__(type(value)))

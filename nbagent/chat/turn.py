@@ -12,7 +12,8 @@ from ..messages import Conversation, ToolCall, ToolRound
 from ..render import Transcript, escape
 from ..results import RunResult
 from .cards import cards_html
-from .mentions import prompt_html
+from .code_calls import show_code_once
+from .mentions import user_html
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -60,7 +61,8 @@ class Turn:
         self.prompt = prompt
         self.note = fields.summary() if fields is not None else None
         """What was sent in place of shortened ``{name}`` values, shown under the message."""
-        sent = fields.text if fields is not None else prompt
+        self.sent = fields.text if fields is not None else prompt
+        """The text the model gets (``@name`` and ``{name}`` expanded)."""
         overrides: dict[str, Any] = {}
         attached = [*(fields.images if fields is not None else []), *(images or [])]
         if attached:  # {fig} fields and pasted images: the prompt's image parts
@@ -71,10 +73,13 @@ class Turn:
         """The branch this turn starts (an edited message), or None: the agent's own."""
         if conversation is not None:
             overrides["conversation"] = conversation
-        self.run = LiveRun(chat.agent, sent, self, overrides=overrides)
+        self.position = len((conversation or chat.agent.conversation).messages)
+        """Where the run puts this message in its conversation (the run appends it)."""
+        self.run = LiveRun(chat.agent, self.sent, self, overrides=overrides)
         self.error: str | None = None
         self._status = ""
         self._started: dict[str, float] = {}  # call id -> when this turn first saw it running
+        self._highlighted: dict[str, str] = {}  # code -> its highlighted block (see .code_calls)
 
     @property
     def transcript(self) -> Transcript:
@@ -88,23 +93,33 @@ class Turn:
 
     def html(self) -> str:
         """The whole turn as HTML: the user's message, then the run's panels."""
-        parts = [
-            '<div class="nbagent-turn">',
-            '<div class="nbagent-user"><div class="nbagent-user-label">You</div>',
-            prompt_html(self.prompt),
-            "</div>",
-        ]
-        if self.note:
-            parts.append(f'<div class="nbagent-sent-note">{escape(self.note)}</div>')
-        if self.images:
-            shown = ", ".join(f"{i.format} {i.width}×{i.height}" for i in self.images)
-            parts.append(f'<div class="nbagent-sent-note">Attached: {escape(shown)}</div>')
+        parts = ['<div class="nbagent-turn">', user_html(self.prompt, self.notes())]
         parts.append(self.cards())
-        parts.append(self.transcript.html())
+        parts.append(self.panels())
         if self.error:
             parts.append(f'<div class="nbagent-chat-error">{escape(self.error)}</div>')
         parts.append("</div>")
         return "".join(parts)
+
+    def notes(self) -> list[str]:
+        """The lines under the user's message: what went in place of fields, images attached."""
+        notes = [self.note] if self.note else []
+        if self.images:
+            shown = ", ".join(f"{i.format} {i.width}×{i.height}" for i in self.images)
+            notes.append(f"Attached: {shown}")
+        return notes
+
+    def panels(self) -> str:
+        """The run's round panels, answer and footer, each code call's code shown once."""
+        transcript = self.transcript
+        finished = transcript.result.rounds if transcript.result else transcript.rounds
+        calls = [c for r in finished for c in r.calls]
+        if transcript.result is None:
+            calls += transcript.calls
+        waiting = {c.id for c in self.chat.pending_approvals}
+        return show_code_once(
+            transcript.html(), calls, waiting=waiting, highlighted=self._highlighted
+        )
 
     def cards(self) -> str:
         """The tool cards of the run so far (see :mod:`.cards`)."""

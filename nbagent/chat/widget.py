@@ -39,7 +39,7 @@ from .cells import cell_inserter
 from .controls import approval_state, limits_of, set_limits, settle, totals_of
 from .dispatch import handle
 from .figures import figure_image
-from .history import latest_id, store_of, turns_of
+from .history import keep_typed, latest_id, store_of, turns_of
 from .inputs import Attachments, assign, find_value, interpolate
 from .mentions import suggestions
 from .turn import Turn
@@ -256,7 +256,7 @@ class ChatWidget(anywidget.AnyWidget):
         self._allowed_this_run.clear()
         self.history.append(turn)
         if target is not None:  # the page shows the turns the branch keeps
-            self.turns = turns_of(target)
+            self.turns = turns_of(target, self.agent.store)
             self.conversation_id = target.id
         self.live = turn.state()
         self.busy = True
@@ -471,7 +471,7 @@ class ChatWidget(anywidget.AnyWidget):
         """The agent's conversation as the page draws it: turns with their branch arrows."""
         conversation = self.agent.conversation
         points = points_of(self.agent.store, conversation)
-        return with_branches(turns_of(conversation), conversation, points)
+        return with_branches(turns_of(conversation, self.agent.store), conversation, points)
 
     # -- generation ----------------------------------------------------------------
 
@@ -503,6 +503,7 @@ class ChatWidget(anywidget.AnyWidget):
         if branch is not None:  # the chat goes on in the new branch, trusting the same tools
             self.agent.conversation = branch
             self._always[branch.id] = list(self.always_allowed)
+        keep_typed(self.agent.store, self.agent.conversation, turn)  # for a redraw after restart
         with self.hold_sync():
             if branched:
                 self.turns = self._drawn_turns()

@@ -26,6 +26,8 @@ Modules, from the file up:
 - ``export``: JSON/Markdown files and the history DataFrame;
 - ``journal``: the batch journal (``Agent.map`` rows, for resume);
 - ``batch_jobs``: the provider batch jobs of ``mode="batch"`` (collected after a restart);
+- ``tree``: chat branches (edited messages, regenerated answers) as a tree;
+- ``chat_rows``: what a chat redraws beside the messages (the text as typed, durations);
 - ``queries``: :class:`Store`, the database with listing, loading, deleting;
 - ``location``: where the file lives, the shared default Store, ``history()``.
 """

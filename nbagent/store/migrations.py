@@ -239,6 +239,16 @@ def _m007_usage_estimated(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE rounds ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0")
 
 
+def _m008_user_views(db: sqlite3.Connection) -> None:
+    """How a chat showed a user message, when that differs from the text sent to the model.
+
+    JSON ``{"text": ..., "notes": [...]}``: the text as typed (``@sales``, ``{df}``) and
+    the lines shown under it, so a chat reopened after a restart draws the message as
+    it was typed. NULL (older files, other surfaces): the sent text is shown.
+    """
+    db.execute("ALTER TABLE messages ADD COLUMN user_view TEXT")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_initial,
     _m002_previews,
@@ -247,6 +257,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m005_batch_jobs,
     _m006_message_parents,
     _m007_usage_estimated,
+    _m008_user_views,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

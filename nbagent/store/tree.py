@@ -162,6 +162,27 @@ def _family(db: sqlite3.Connection, conversation_id: str) -> dict[str, _Node]:
     return nodes
 
 
+def written_spans(db: sqlite3.Connection, conversation_id: str) -> list[tuple[str, int, int]]:
+    """Who wrote ``conversation_id``'s rows: ``(conversation, start, end)`` for each span.
+
+    Positions ``start <= p < end`` of ``conversation_id`` are read from that
+    conversation's rows (:func:`_owner` for every position at once): the branch's
+    own from its ``branch_at`` on, the conversations it left for those before.
+    """
+    nodes = _family(db, conversation_id)
+    spans = []
+    owner: str | None = conversation_id
+    end = 1 << 62  # no end: the conversation's own rows go on
+    while owner is not None:
+        node = nodes.get(owner)
+        start = node.branch_at if node is not None and node.branch_of is not None else 0
+        if start < end:
+            spans.append((owner, start, end))
+        end = min(end, start)
+        owner = node.branch_of if node is not None and start > 0 else None
+    return spans
+
+
 def _owner(nodes: dict[str, _Node], conversation_id: str, position: int) -> str:
     """The conversation that wrote message ``position`` of ``conversation_id`` (not a copy)."""
     node = nodes.get(conversation_id)

@@ -24,6 +24,7 @@ from nbagent import Agent, ChatWidget
 from nbagent.testing import ScriptedModel
 
 HISTORY = Path("chat-history.db")
+sales = [120, 340, 560]  # mentioned as @sales: sent described, shown as a chip
 
 def script(request):
     if "slow" in request.prompt:
@@ -61,7 +62,7 @@ def page(browser: Any, jupyterlab: Any, notebook: str) -> Iterator[Any]:
 
 def test_keys_up_edits_last_and_esc_stops(page: Any) -> None:
     chat = Chat(page)
-    chat.textarea.fill("first question")
+    chat.textarea.fill("first question on @sales ")  # the space: Enter sends, not picks
     chat.textarea.press("Enter")
     chat.turns.nth(0).locator(".nba-answer strong", has_text="bold").wait_for()
     chat.wait_status("Ready")
@@ -70,7 +71,7 @@ def test_keys_up_edits_last_and_esc_stops(page: Any) -> None:
     assert not page.locator(".nbagent-chat-twin").is_visible()
     chat.textarea.click()
     chat.textarea.press("ArrowUp")
-    assert chat.textarea.input_value() == "first question"
+    assert chat.textarea.input_value() == "first question on @sales"
     chat.textarea.fill("please be slow")
     chat.textarea.press("Enter")
     chat.root.locator(".nbagent-chat-live .nba-stream", has_text="stream stream").wait_for()
@@ -139,10 +140,11 @@ def test_restart_and_resume(page: Any, artifacts: Path) -> None:
     chat.turns.nth(2).wait_for(timeout=120_000)
     prompts = chat.turns.locator(".nbagent-user").all_inner_texts()
     assert [p.removeprefix("You").strip() for p in prompts] == [
-        "first question",
+        "first question on @sales",  # as typed, not the list sent in its place
         "please be slow",
         "slow again",
     ]
+    assert chat.turns.nth(0).locator(".nbagent-chip").inner_text() == "@sales"
     chat.textarea.fill("after the restart")
     chat.textarea.press("Enter")
     chat.turns.nth(3).locator(".nba-answer", has_text="resumed fine").wait_for()

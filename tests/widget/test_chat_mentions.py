@@ -132,6 +132,8 @@ async def test_a_pasted_image_goes_with_the_next_message_and_is_stored(tmp_path:
     # Stored with the conversation, as prompt images are.
     user = Store(tmp_path / "h.db").load(chat.conversation_id).messages[0]
     assert [(i.width, i.height) for i in user.images] == [(64, 48)]
+    again = ChatWidget.resume(store=tmp_path / "h.db", model=ScriptedModel())
+    assert "Attached: PNG 64×48" in user_part(again.turns[0])  # reopened as it was shown
 
 
 def test_an_image_over_the_cap_is_refused_with_the_reason() -> None:
@@ -165,3 +167,55 @@ async def test_put_a_dataframe_result_in_a_variable(shell: Any) -> None:
     assert chat.status == "'not ok' is not a valid variable name"
     with pytest.raises(ValueError, match="no call nope"):
         chat.put_in_variable("nope", "x")
+
+
+def user_part(turn: dict[str, Any]) -> str:
+    """The user's message of a drawn turn, with the notes under it (before the answer)."""
+    html = str(turn["html"])
+    end = html.find('<div class="nbagent-cards">')
+    return html[: end if end >= 0 else html.find("<style>")]
+
+
+async def test_a_redrawn_message_shows_the_mention_as_typed_not_as_sent(
+    shell: Any, tmp_path: Any
+) -> None:
+    path = tmp_path / "h.db"
+    chip = '<span class="nbagent-chip">@sales</span>'
+    note = "Sent to the model: sales as the first 5 of 50 rows"
+    chat = ChatWidget(Agent(ScriptedModel(lambda r: "ok"), tools=[], store=path))
+    await asyncio.wait_for(chat.submit("Summarise @sales please"), 10)
+    await asyncio.wait_for(chat.submit("Now @sales by region"), 10)
+    await asyncio.wait_for(chat.edit(1, "Instead plot @sales"), 10)  # a branch at turn 2
+    # Drawn from the history (the branch's copy of turn 1 too), as typed, with the chip.
+    assert [t["prompt"] for t in chat.turns] == ["Summarise @sales please", "Instead plot @sales"]
+    for turn in chat.turns:
+        assert chip in user_part(turn) and note in user_part(turn)
+        assert "DataFrame with 50 rows" not in user_part(turn)
+    chat.switch_branch(1)  # back to the original branch, redrawn from the history
+    assert [t["prompt"] for t in chat.turns] == ["Summarise @sales please", "Now @sales by region"]
+    assert all(chip in user_part(t) for t in chat.turns)
+
+    # After a restart: a new widget on the same file shows what was typed...
+    model = ScriptedModel(lambda r: "more")
+    again = ChatWidget.resume(store=path, model=model, tools=[])
+    assert [t["prompt"] for t in again.turns] == ["Summarise @sales please", "Now @sales by region"]
+    assert [user_part(t) for t in again.turns] == [user_part(t) for t in chat.turns]
+    again.switch_branch(1)
+    assert [t["prompt"] for t in again.turns] == ["Summarise @sales please", "Instead plot @sales"]
+    assert all(chip in user_part(t) and note in user_part(t) for t in again.turns)
+    # ...while the model still gets what was sent: the variable described, not "@sales".
+    await asyncio.wait_for(again.submit("Thanks"), 10)
+    sent = [m.content for m in model.requests[0].messages if m.role == "user"]
+    assert sent[0].startswith("Summarise <DataFrame with 50 rows × 2 columns; first 5 rows:>")
+    assert sent[1].startswith("Instead plot <DataFrame with 50 rows") and sent[2] == "Thanks"
+    assert not any("@sales" in text for text in sent)
+
+
+def test_a_file_from_before_typed_messages_were_kept_shows_the_sent_text(tmp_path: Any) -> None:
+    from tests.store.test_migrations import make_version_1
+
+    path = tmp_path / "old.db"
+    make_version_1(path)  # a version 1 file: no user_view column, one finished turn
+    chat = ChatWidget(conversation="c_old", store=path, model=ScriptedModel())
+    (turn,) = chat.turns
+    assert turn["prompt"] == "Weather in Paris?" and "Weather in Paris?" in user_part(turn)

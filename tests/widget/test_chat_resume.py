@@ -8,6 +8,7 @@ ChatWidget(conversation=ID) or the recent-chats list, and continues it.
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,27 @@ def test_resume_without_history_is_a_clear_error(tmp_path: Path) -> None:
         ChatWidget.resume(store=None, model=ScriptedModel())
     with pytest.raises(ConfigError, match="store=None"):
         ChatWidget(Agent(ScriptedModel(), store=None), conversation="c_x")
+
+
+def footer(turn_html: str) -> str:
+    (found,) = re.findall(r'<div class="nba-footer">(.*?)</div>', turn_html)
+    return str(found)
+
+
+async def test_a_resumed_footer_says_what_the_live_one_said(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+
+    def busy(request):
+        return reply("Again.", calls=[call("city_table", n=request.round_index + 1)])
+
+    chat = ChatWidget(Agent(ScriptedModel(script), tools=[city_table], store=path))
+    await asyncio.wait_for(chat.submit("show the table"), 10)
+    chat.agent.use_model(ScriptedModel(busy))  # keeps calling tools: stopped by max_rounds
+    chat.set_limits(max_rounds=2)
+    await asyncio.wait_for(chat.submit("and more"), 10)
+    live = [footer(t["html"]) for t in chat.turns]
+    assert re.search(r" · \d+(\.\d)? m?s$", live[0])  # the run's duration, last
+    assert '<span class="nba-stopped">stopped:</span>' in live[1]
+
+    again = ChatWidget.resume(store=path, model=ScriptedModel())
+    assert [footer(t["html"]) for t in again.turns] == live  # duration and stop reason too

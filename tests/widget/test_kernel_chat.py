@@ -78,3 +78,56 @@ async def test_run_python_shows_the_code_and_allow_for_this_run(shell: Any, wait
     assert approvals == ["approved by user", "approved by user (allowed for this run)"]
     # The first request carried the inventory in its system message.
     assert "sales: DataFrame 50 rows × 2 columns" in (model.requests[0].request.system or "")
+
+
+def text_of(html: str) -> str:
+    """What a reader sees of ``html``: the tags dropped, the entities read."""
+    import html as html_module
+    import re
+
+    return html_module.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def panels_of(turn_html: str) -> str:
+    """The round panels of a turn (not its status line, cards or answer)."""
+    start = turn_html.index('<details class="nba-round')
+    return turn_html[start : turn_html.rindex("</details>")]
+
+
+async def test_the_code_of_a_call_shows_once_highlighted_with_its_other_arguments(
+    shell: Any, tmp_path: Any, wait_until
+) -> None:
+    from nbagent.chat.code_calls import IN_APPROVAL
+
+    code = "answer_marker = sales.revenue.sum()\nprint('<b>', answer_marker)"
+    line = "answer_marker = sales.revenue.sum()"
+
+    def script(request: Any) -> Any:
+        if request.round_index == 0:  # a model adding an argument run_python does not take
+            return reply("", [call("run_python", code=code, note="extra <i>")])
+        if request.round_index == 1:
+            return reply("", [call("run_python", code=code)])
+        return reply("done")
+
+    chat = ChatWidget(model=ScriptedModel(script), kernel=True, tools=[], store=tmp_path / "h.db")
+    task = chat.submit("Compute")
+    assert task is not None
+    await wait_until(lambda: bool(chat.pending_approvals), 10)
+    await wait_until(lambda: IN_APPROVAL in chat.live.get("html", ""), 10)
+    # Waiting: the code is in the approval row, highlighted, and not in the panel.
+    (row,) = chat.approvals
+    assert text_of(row["code_html"]).count(line) == 1
+    waiting_panel = panels_of(chat.live["html"]).split("Round 2")[-1]
+    assert line not in text_of(waiting_panel) and "&quot;code&quot;" not in waiting_panel
+    chat.approve(row["id"])
+    await asyncio.wait_for(task, 10)
+
+    stored = ChatWidget.resume(store=tmp_path / "h.db", model=ScriptedModel(), kernel=True)
+    for turn in (chat.turns[0], stored.turns[0]):
+        panels = panels_of(turn["html"])
+        assert "&quot;code&quot;" not in panels  # not as JSON any more
+        assert text_of(panels).count(line) == 2  # once per call, highlighted
+        assert panels.count('class="nbagent-approval-code"') == 2
+        # The argument the model added still shows, escaped, as the other arguments do.
+        assert "&quot;note&quot;: &quot;extra &lt;i&gt;&quot;" in panels
+    assert shell.user_ns["answer_marker"] == 1225
