@@ -52,15 +52,15 @@ def stored_turn(
 def footer_of(reply: Message, duration: float | None) -> str:
     """The live footer's words (:func:`nbagent.render.footer_text`) from what history keeps.
 
-    The model, rounds, tokens, the run's duration and how it stopped. The price is
-    not kept (a Usage loads back without its cost), so it shows only when known; nor
-    are the run's notes or why a model was chosen.
+    The model, rounds, tokens, the price (when it was known: files written before
+    schema 9 have none), the run's duration and how it stopped. The run's notes and
+    why a model was chosen are not kept.
     """
     rounds = len(reply.rounds or [])
     footer = [reply.model or "", f"{rounds} round" + ("" if rounds == 1 else "s")]
     if reply.usage is not None and reply.usage.total_tokens:
         footer.append(tokens_text(reply.usage))
-        if reply.usage.cost is not None:  # a message of this session, not reloaded
+        if reply.usage.cost is not None:
             footer.append(format_cost(reply.usage.cost))
     if duration is not None:
         footer.append(duration_text(duration))

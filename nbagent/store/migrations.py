@@ -249,6 +249,19 @@ def _m008_user_views(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN user_view TEXT")
 
 
+def _m009_usage_whole(db: sqlite3.Connection) -> None:
+    """The rest of each message's and round's usage: cache and reasoning tokens, and the price.
+
+    Before, a reopened conversation had input and output tokens only, so a chat redrawn
+    after a restart showed no price and totals left out cached tokens. NULL cost: unknown
+    (older rows, or a model genai-prices does not know).
+    """
+    for table in ("messages", "rounds"):
+        for column in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
+        db.execute(f"ALTER TABLE {table} ADD COLUMN cost REAL")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_initial,
     _m002_previews,
@@ -258,6 +271,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m006_message_parents,
     _m007_usage_estimated,
     _m008_user_views,
+    _m009_usage_whole,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._internal.redaction import Scrubber, scrub_optional
@@ -23,6 +24,37 @@ INTERRUPTED_NOTE = "[run interrupted: the kernel stopped before it finished]"
 """The content a stored answer comes back with when its run never finished."""
 
 TITLE_CHARS = 80
+
+USAGE_COLUMNS = (
+    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, "
+    "cost, usage_estimated"
+)
+"""A message's or a round's usage, as :func:`usage_row` writes and :func:`usage_of` reads it."""
+_ROUND_USAGE = ", ".join(f"r.{column}" for column in USAGE_COLUMNS.split(", "))
+
+
+def usage_row(usage: Usage | None) -> tuple[Any, ...]:
+    """``usage`` as the values of :data:`USAGE_COLUMNS` (NULL tokens: no usage yet)."""
+    if usage is None:
+        return None, None, 0, 0, 0, None, 0
+    return (
+        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
+        usage.cache_write_tokens, usage.reasoning_tokens, usage.cost, int(usage.estimated),
+    )  # fmt: skip
+
+
+def usage_of(values: Sequence[Any]) -> Usage | None:
+    """The usage stored in :data:`USAGE_COLUMNS` (None when its tokens are NULL)."""
+    tokens_in, tokens_out, cache_read, cache_write, reasoning, cost, estimated = values
+    if tokens_in is None:
+        return None
+    return Usage(
+        input_tokens=tokens_in, output_tokens=tokens_out or 0,
+        cache_read_tokens=cache_read or 0, cache_write_tokens=cache_write or 0,
+        reasoning_tokens=reasoning or 0, cost=cost, estimated=bool(estimated),
+    )  # fmt: skip
+
+
 """A conversation's title is the first line of its first prompt, cut to this length."""
 
 
@@ -136,21 +168,18 @@ def update_answer(
     now: float,
 ) -> None:
     """Mark the run's answer row finished: its text, stop reason, model, usage and duration."""
-    usage = result.usage
+    usage = ", ".join(f"{column} = ?" for column in USAGE_COLUMNS.split(", "))
     db.execute(
-        """
-        UPDATE messages SET content = ?, stop_reason = ?, model = ?, input_tokens = ?,
-          output_tokens = ?, usage_estimated = ?, provider_data = ?, duration_s = ?,
-          finished_at = ?
+        f"""
+        UPDATE messages SET content = ?, stop_reason = ?, model = ?, {usage},
+          provider_data = ?, duration_s = ?, finished_at = ?
         WHERE id = ?
         """,
         (
             scrub.text(message.content),
             result.stop_reason,
             result.model,
-            usage.input_tokens,
-            usage.output_tokens,
-            int(usage.estimated),
+            *usage_row(result.usage),
             scrub.json(message.provider_data),
             result.elapsed_s,
             now,
@@ -178,12 +207,11 @@ def insert_message(
     An unfinished message (a run in progress) is written empty: its rounds and its
     answer follow as the run goes.
     """
-    usage = message.usage
     cursor = db.execute(
-        """
+        f"""
         INSERT INTO messages (conversation_id, position, role, content, model, stop_reason,
-          input_tokens, output_tokens, usage_estimated, provider_data, created_at, finished_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          {USAGE_COLUMNS}, provider_data, created_at, finished_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         (
             conversation_id,
@@ -192,9 +220,7 @@ def insert_message(
             scrub.text(message.content) if finished else "",
             message.model,
             message.stop_reason if finished else None,
-            usage.input_tokens if usage and finished else None,
-            usage.output_tokens if usage and finished else None,
-            int(bool(usage and finished and usage.estimated)),
+            *usage_row(message.usage if finished else None),
             scrub.json(message.provider_data) if finished else None,
             now,
             now if finished else None,
@@ -219,18 +245,16 @@ def insert_round(
 ) -> None:
     """Write one finished round: its text, usage, calls and their results."""
     cursor = db.execute(
-        """
-        INSERT INTO rounds (message_id, position, assistant_text, input_tokens, output_tokens,
-          usage_estimated, duration_s, provider_data, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        f"""
+        INSERT INTO rounds (message_id, position, assistant_text, {USAGE_COLUMNS},
+          duration_s, provider_data, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         (
             message_row,
             position,
             scrub_optional(scrub.text, tool_round.assistant_text),
-            tool_round.usage.input_tokens,
-            tool_round.usage.output_tokens,
-            int(tool_round.usage.estimated),
+            *usage_row(tool_round.usage),
             tool_round.duration_s,
             scrub.json(tool_round.provider_data),
             now,
@@ -301,20 +325,19 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
     messages: dict[int, Message] = {}
     images = load_images(db, conversation_id)
     for row in db.execute(
-        """
-        SELECT id, role, content, model, stop_reason, input_tokens, output_tokens,
-          usage_estimated, provider_data, finished_at
+        f"""
+        SELECT id, role, content, model, stop_reason, provider_data, finished_at,
+          {USAGE_COLUMNS}
         FROM messages WHERE conversation_id = ? ORDER BY position
         """,
         (conversation_id,),
     ):
-        row_id, role, content, model, stop_reason, tokens_in, tokens_out, guessed, data, done = row
+        row_id, role, content, model, stop_reason, data, done = row[:7]
         message = Message(role=role, content=content, model=model, stop_reason=stop_reason)
         message.images, notes = images.of_message(row_id)
         if notes:
             message.content = "\n".join([message.content, *notes])
-        if tokens_in is not None:
-            message.usage = Usage(tokens_in, tokens_out or 0, estimated=bool(guessed))
+        message.usage = usage_of(row[7:])
         message.provider_data = _json_or_none(data)
         if role == "assistant":
             message.rounds = []
@@ -324,16 +347,16 @@ def load_conversation(db: sqlite3.Connection, conversation_id: str) -> Conversat
         messages[row_id] = message
     rounds: dict[int, ToolRound] = {}
     for row in db.execute(
-        """
-        SELECT r.id, r.message_id, r.assistant_text, r.input_tokens, r.output_tokens,
-          r.usage_estimated, r.duration_s, r.provider_data
+        f"""
+        SELECT r.id, r.message_id, r.assistant_text, r.duration_s, r.provider_data,
+          {_ROUND_USAGE}
         FROM rounds r JOIN messages m ON r.message_id = m.id
         WHERE m.conversation_id = ? ORDER BY m.position, r.position
         """,
         (conversation_id,),
     ):
-        row_id, message_row, text, tokens_in, tokens_out, guessed, duration, data = row
-        usage = Usage(tokens_in, tokens_out, estimated=bool(guessed))
+        row_id, message_row, text, duration, data = row[:5]
+        usage = usage_of(row[5:]) or Usage()
         tool_round = ToolRound(text, [], [], usage, duration, _json_or_none(data))
         rounds[row_id] = tool_round
         owner = messages[message_row]

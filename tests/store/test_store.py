@@ -26,7 +26,9 @@ from nbagent.providers.base import (
 )
 from nbagent.store import INTERRUPTED_NOTE, SCHEMA_VERSION, HistoryWarning, Store
 from nbagent.testing import ScriptedModel, ScriptedRequest, call, reply
+from tests.support.agents import http_agent
 from tests.support.history import query
+from tests.support.servers import OpenAI, Reply, WireServer
 
 
 @tool
@@ -123,6 +125,41 @@ def test_provider_data_and_raw_arguments_survive_a_reload(history_db: Path) -> N
     assert answer.rounds[0].calls[0].provider_data == {"thoughtSignature": "c2ln"}
     assert answer.rounds[0].calls[0].raw_arguments == '{"a": 1, "b": 2}'
     assert answer.model == "signed:v1"
+
+
+def test_price_and_cached_tokens_survive_a_reload(history_db: Path) -> None:
+    """A reopened run keeps every part of its usage: cache and reasoning tokens, the price."""
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 300,
+        "prompt_tokens_details": {"cached_tokens": 800},
+        "completion_tokens_details": {"reasoning_tokens": 200},
+    }
+    server = WireServer()
+    server.add(
+        Reply(200, {**OpenAI.completion(None, [("c1", "add", '{"a": 1, "b": 2}')]), "usage": usage})
+    )
+    server.add(Reply(200, {**OpenAI.completion("3"), "usage": usage}))
+    try:
+        agent = http_agent("openai:gpt-4o-mini", server, stream=False, tools=[add])
+        result = agent.run_sync("1 + 2?")
+    finally:
+        server.close()
+    assert result.usage.cost is not None and result.usage.cost > 0
+
+    answer = Store(history_db).load(agent.conversation.id).messages[1]  # as after a restart
+    assert answer.usage is not None and answer.rounds is not None
+    for loaded, live in (
+        (answer.usage, result.usage),
+        (answer.rounds[0].usage, result.rounds[0].usage),
+    ):
+        assert (loaded.cache_read_tokens, loaded.reasoning_tokens) == (
+            live.cache_read_tokens,
+            live.reasoning_tokens,
+        )
+        assert loaded.cost == pytest.approx(live.cost)
+    assert answer.usage.cache_read_tokens == 1600
+    assert answer.rounds[0].usage.cache_read_tokens == 800
 
 
 def test_each_round_is_saved_before_the_next_model_request(history_db: Path) -> None:

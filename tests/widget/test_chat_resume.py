@@ -16,6 +16,7 @@ import pytest
 from nbagent import Agent, tool
 from nbagent.chat import ChatWidget
 from nbagent.errors import ConfigError
+from nbagent.providers import Capabilities
 from nbagent.testing import ScriptedModel, call, reply
 
 
@@ -103,14 +104,18 @@ async def test_a_resumed_footer_says_what_the_live_one_said(tmp_path: Path) -> N
     def busy(request):
         return reply("Again.", calls=[call("city_table", n=request.round_index + 1)])
 
-    chat = ChatWidget(Agent(ScriptedModel(script), tools=[city_table], store=path))
+    priced = Capabilities(pricing_id="openai")  # priced as gpt-4o-mini by genai-prices
+    model = ScriptedModel(script, model="gpt-4o-mini", capabilities=priced)
+    chat = ChatWidget(Agent(model, tools=[city_table], store=path))
     await asyncio.wait_for(chat.submit("show the table"), 10)
-    chat.agent.use_model(ScriptedModel(busy))  # keeps calling tools: stopped by max_rounds
+    # Keeps calling tools: stopped by max_rounds.
+    chat.agent.use_model(ScriptedModel(busy, model="gpt-4o-mini", capabilities=priced))
     chat.set_limits(max_rounds=2)
     await asyncio.wait_for(chat.submit("and more"), 10)
     live = [footer(t["html"]) for t in chat.turns]
-    assert re.search(r" · \d+(\.\d)? m?s$", live[0])  # the run's duration, last
+    assert re.search(r" · \$\d\.\d+ · \d+(\.\d)? m?s$", live[0])  # the price, the duration
     assert '<span class="nba-stopped">stopped:</span>' in live[1]
 
     again = ChatWidget.resume(store=path, model=ScriptedModel())
-    assert [footer(t["html"]) for t in again.turns] == live  # duration and stop reason too
+    assert [footer(t["html"]) for t in again.turns] == live  # price, duration, stop reason
+    assert again.totals == chat.totals and "$" in again.totals["cost"]
