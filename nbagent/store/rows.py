@@ -24,13 +24,16 @@ INTERRUPTED_NOTE = "[run interrupted: the kernel stopped before it finished]"
 """The content a stored answer comes back with when its run never finished."""
 
 TITLE_CHARS = 80
+"""A conversation's title is the first line of its first prompt, cut to this length."""
 
-USAGE_COLUMNS = (
-    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, "
-    "cost, usage_estimated"
-)
+_USAGE_FIELDS = (
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "reasoning_tokens", "cost", "usage_estimated",
+)  # fmt: skip
+USAGE_COLUMNS = ", ".join(_USAGE_FIELDS)
 """A message's or a round's usage, as :func:`usage_row` writes and :func:`usage_of` reads it."""
-_ROUND_USAGE = ", ".join(f"r.{column}" for column in USAGE_COLUMNS.split(", "))
+_ROUND_USAGE = ", ".join(f"r.{column}" for column in _USAGE_FIELDS)
+_SET_USAGE = ", ".join(f"{column} = ?" for column in _USAGE_FIELDS)
 
 
 def usage_row(usage: Usage | None) -> tuple[Any, ...]:
@@ -53,9 +56,6 @@ def usage_of(values: Sequence[Any]) -> Usage | None:
         cache_read_tokens=cache_read or 0, cache_write_tokens=cache_write or 0,
         reasoning_tokens=reasoning or 0, cost=cost, estimated=bool(estimated),
     )  # fmt: skip
-
-
-"""A conversation's title is the first line of its first prompt, cut to this length."""
 
 
 # -- writing -------------------------------------------------------------------------
@@ -168,10 +168,9 @@ def update_answer(
     now: float,
 ) -> None:
     """Mark the run's answer row finished: its text, stop reason, model, usage and duration."""
-    usage = ", ".join(f"{column} = ?" for column in USAGE_COLUMNS.split(", "))
     db.execute(
         f"""
-        UPDATE messages SET content = ?, stop_reason = ?, model = ?, {usage},
+        UPDATE messages SET content = ?, stop_reason = ?, model = ?, {_SET_USAGE},
           provider_data = ?, duration_s = ?, finished_at = ?
         WHERE id = ?
         """,
