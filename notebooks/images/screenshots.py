@@ -178,11 +178,9 @@ def play(page: Any, url: str, chat_of: Any) -> None:
     # attached by name in the box.
     send(chat, "From @sales, plot the monthly revenue of each region")
     chat.root.locator(".nbagent-chat-approval").wait_for()
-    # The approval row shows the code whole; the running round repeats it as JSON.
+    # The approval row shows the code whole; the waiting round's panel points to it.
     chat.turns.nth(2).locator("details.nba-round[open] > summary").click()
-    chat.textarea.click()
-    chat.textarea.press_sequentially("Does it match @fig_t")
-    chat.root.locator(".nbagent-chat-suggestion", has_text="@fig_trend").wait_for()
+    chat.suggest("Does it match @fig_t", "@fig_trend")
     chat.textarea.press("Tab")
     chat.root.locator(".nbagent-chat-attachment", has_text="fig_trend").wait_for()
     chat.textarea.press_sequentially("this earlier chart?")

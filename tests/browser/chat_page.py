@@ -19,6 +19,14 @@ class Chat:
         self.status = self.root.locator(".nbagent-chat-status")
         self.turns = self.root.locator(".nbagent-turn")
 
+    def suggest(self, typed: str, name: str) -> Any:
+        """Type ``typed`` into the box and wait for the suggestion naming ``name``; its option."""
+        self.textarea.click()
+        self.textarea.press_sequentially(typed)
+        option = self.root.locator(".nbagent-chat-suggestion", has_text=name)
+        option.wait_for()
+        return option
+
     def wait_status(self, text: str, timeout: float = 30_000) -> None:
         self.page.wait_for_function(
             "([el, text]) => el.textContent.trim() === text",

@@ -61,10 +61,7 @@ def page(browser: Any, jupyterlab: Any) -> Iterator[Any]:
 
 def test_mention_a_variable_with_autocomplete(page: Any, artifacts: Any) -> None:
     chat = Chat(page)
-    chat.textarea.click()
-    chat.textarea.press_sequentially("Total of @sa")
-    option = chat.root.locator(".nbagent-chat-suggestion", has_text="@sales_by_region")
-    option.wait_for()
+    option = chat.suggest("Total of @sa", "@sales_by_region")
     assert "dict" in option.inner_text()
     chat.textarea.press("Tab")
     assert chat.textarea.input_value() == "Total of @sales_by_region "
@@ -126,10 +123,7 @@ def test_put_a_dataframe_in_a_variable_and_change_the_limits(page: Any) -> None:
 
 def test_attach_a_figure_by_name(page: Any) -> None:
     chat = Chat(page)
-    chat.textarea.click()
-    chat.textarea.press_sequentially("What trend is in @fig_s")
-    option = chat.root.locator(".nbagent-chat-suggestion", has_text="@fig_sales")
-    option.wait_for()
+    option = chat.suggest("What trend is in @fig_s", "@fig_sales")
     assert "Figure (attach as image)" in option.inner_text()
     chat.textarea.press("Tab")
     assert chat.textarea.input_value() == "What trend is in "
