@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import os
 import resource
 import sqlite3
@@ -50,7 +49,7 @@ from nbagent.batch import BatchStats  # noqa: E402
 from nbagent.messages import Usage  # noqa: E402
 from nbagent.providers import Finished, TextChunk, UsageReport  # noqa: E402
 from nbagent.store import Journal, JournalRow, Store  # noqa: E402
-from tests.support.servers import RecordedRequest, Reply, WireServer  # noqa: E402
+from tests.support.servers import RecordedRequest, Reply, ServerProcess  # noqa: E402
 
 CONCURRENCY = 32
 BASE = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "model": "gpt-bench"}
@@ -94,14 +93,6 @@ def responder(request: RecordedRequest) -> Reply:
         }  # fmt: skip
         return Reply(200, completion)
     return _sse("positive")
-
-
-def _serve(conn: Any) -> None:
-    server = WireServer(responder=responder)
-    server.keep_requests = False
-    conn.send(server.url)
-    conn.recv()
-    server.close()
 
 
 def rss_mb() -> float:
@@ -288,11 +279,8 @@ def main() -> None:
     parser.add_argument("--skip-litellm", action="store_true")
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    process = ctx.Process(target=_serve, args=(child,), daemon=True)
-    process.start()
-    url = parent.recv() + "/v1"
+    server = ServerProcess(responder)
+    url = server.url + "/v1"
     folder = Path(tempfile.mkdtemp(prefix="bench-map-"))
     print(f"load before: {os.getloadavg()[0]:.2f}")
     try:
@@ -343,10 +331,7 @@ def main() -> None:
             f"{tools:.2f} s, {tool_rows / tools:.0f} rows/s, {3 * tool_rows / tools:.0f} requests/s"
         )
     finally:
-        parent.close()
-        process.join(5)
-        if process.is_alive():
-            process.terminate()
+        server.close()
     samples, took, resume = asyncio.run(big_run(args.big, folder / "h3.db"))
     first = samples[1][1] if len(samples) > 1 else samples[0][1]
     peak = max(mb for _, mb in samples)

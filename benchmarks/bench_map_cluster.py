@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 import shutil
 import sys
@@ -38,13 +37,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pandas as pd  # noqa: E402
-from bench_map import _serve, journal_cost, rss_mb  # noqa: E402
+from bench_map import journal_cost, responder, rss_mb  # noqa: E402
 
 from nbagent import Agent  # noqa: E402
 from nbagent.batch.distributed import DaskExecutor, RayExecutor  # noqa: E402
 from nbagent.batch.distributed.limiter import SharedLimiter  # noqa: E402
 from nbagent.batch.distributed.spec import build_spec  # noqa: E402
 from nbagent.batch.distributed.worker import WorkerAgent  # noqa: E402
+from tests.support.servers import ServerProcess  # noqa: E402
 
 CONCURRENCY = 32
 WORKERS = 2
@@ -174,11 +174,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a loopback cluster: no token file
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    server = ctx.Process(target=_serve, args=(child,), daemon=True)
-    server.start()
-    url = parent.recv() + "/v1"
+    server = ServerProcess(responder)
+    url = server.url + "/v1"
     folder = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     ray_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's socket paths
     print(f"load before: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
@@ -239,8 +236,7 @@ def main() -> None:
             )
         print(f"\nload after: {os.getloadavg()[0]:.2f} (1 min)")
     finally:
-        parent.send("stop")
-        server.join(10)
+        server.close()
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(ray_dir, ignore_errors=True)
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -42,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx  # noqa: E402
 
-from tests.support.servers import RecordedRequest, Reply, WireServer  # noqa: E402
+from tests.support.servers import RecordedRequest, Reply, ServerProcess  # noqa: E402
 
 ROUNDS = 10
 PROMPT = "Add 1 and 2, then keep adding 1 until I say stop."
@@ -310,15 +309,6 @@ def _measure(
     return {name: statistics.median(values) / ROUNDS for name, values in times.items()}
 
 
-def _serve(conn: Any) -> None:
-    """The server process: a WireServer answering with ``responder`` until killed."""
-    server = WireServer(responder=responder)
-    server.keep_requests = False
-    conn.send(server.url)
-    conn.recv()  # blocks until the parent closes the pipe
-    server.close()
-
-
 RATIOS = (
     # (contender, baseline, goal non-streamed, goal streamed)
     ("nbagent async", "raw async", 1.05, 0.80),
@@ -335,12 +325,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=30)
     args = parser.parse_args()
-    # The server runs in its own process so it never competes with the client for the GIL.
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    process = ctx.Process(target=_serve, args=(child,), daemon=True)
-    process.start()
-    url = parent.recv() + "/v1"
+    server = ServerProcess(responder)
+    url = server.url + "/v1"
     loop = asyncio.new_event_loop()
     results: dict[bool, dict[str, float]] = {}
     try:
@@ -367,10 +353,7 @@ def main() -> None:
                 loop.run_until_complete(async_client.aclose())
     finally:
         loop.close()
-        parent.close()
-        process.join(5)
-        if process.is_alive():
-            process.terminate()
+        server.close()
     print(f"10-round tool conversation, ms per round (median of {args.reps} interleaved runs)")
     for stream, label in ((False, "json"), (True, "stream")):
         row = results[stream]

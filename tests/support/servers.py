@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -305,6 +306,40 @@ class WireServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+class ServerProcess:
+    """A :class:`WireServer` answering with ``responder`` in a process of its own.
+
+    For benchmarks: the server never competes with the client for the GIL. The
+    process is forked, so ``responder`` may be any function. ``url`` is its base URL.
+    """
+
+    def __init__(self, responder: Callable[[RecordedRequest], Reply]) -> None:
+        context = multiprocessing.get_context("fork")
+        self._parent, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, responder), daemon=True)
+        self._process.start()
+        self.url: str = self._parent.recv()
+
+    def close(self) -> None:
+        """Stop the server (closing the pipe ends it) and wait for its process."""
+        self._parent.close()
+        self._process.join(5)
+        if self._process.is_alive():
+            self._process.terminate()
+
+
+def _serve(conn: Any, responder: Callable[[RecordedRequest], Reply]) -> None:
+    """The server process: a WireServer that records nothing, until the pipe closes."""
+    server = WireServer(responder=responder)
+    server.keep_requests = False
+    conn.send(server.url)
+    try:
+        conn.recv()
+    except EOFError:  # the parent closed its end
+        pass
+    server.close()
 
 
 # --------------------------------------------------------------------------- reply builders
